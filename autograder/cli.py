@@ -1,0 +1,112 @@
+"""`autograder`: grade a class, build the release, run the whole course. A thin layer over the library."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from course import syllabus
+from course.layout import CourseRootNotFound, Layout
+
+
+def _grade(args) -> int:
+    from autograder import export, report
+    from autograder.grade import GradingError, grade_class
+
+    layout = Layout.find()
+    syllabus.get(args.assignment)
+    out = Path(args.out) if args.out else layout.build / "grading" / args.assignment
+    result = grade_class(args.assignment, layout.source / args.assignment, Path(args.submissions), out,
+                         profile=args.profile, cell_timeout=args.timeout)
+    csv_path = export.write_csv(result)
+    html_path = report.write_html(result)
+    print("\n".join(report.summary_lines(result)))
+    print(f"grades: {csv_path}\nreport: {html_path}\nfeedback: {out / 'feedback'}")
+    return 0
+
+
+def _release(args) -> int:
+    from autograder import release
+
+    layout = Layout.find()
+    if args.check:
+        problems = release.drift(layout)
+        for problem in problems:
+            print(problem)
+        print("release/ is in sync with source/" if not problems else f"{len(problems)} problem(s)")
+        return 1 if problems else 0
+    for assignment_id in args.assignments or release.present(layout):
+        print(f"generated {release.generate(layout, assignment_id, layout.release)}")
+    return 0
+
+
+def _demo_class(args) -> int:
+    from autograder import demo
+
+    layout = Layout.find()
+    written = demo.write_class(layout.source_notebook(args.assignment), layout.release_notebook(args.assignment),
+                               Path(args.out))
+    for student_id, path in written.items():
+        print(f"{student_id}: {path}")
+    return 0
+
+
+def _course_run(args) -> int:
+    from autograder import course_run
+
+    layout = Layout.find()
+    lines = course_run.run(layout, args.profile)
+    report_path = course_run.write_report(lines, layout.build / "report.html", args.profile)
+    print(course_run.table(lines))
+    print(f"report: {report_path}")
+    return 0 if course_run.ok(lines) else 1
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="autograder", description=__doc__)
+    commands = top.add_subparsers(dest="command", required=True)
+
+    grade = commands.add_parser("grade", help="grade a class of submissions")
+    grade.add_argument("assignment", help="assignment id, e.g. 00_gpu_setup")
+    grade.add_argument("--submissions", required=True, help="folder of <student_id>/<notebook>.ipynb or <student_id>.zip")
+    grade.add_argument("--out", help="output folder (default build/grading/<assignment>)")
+    grade.add_argument("--profile", default="grade", choices=syllabus.PROFILES, help="profile injected (default grade)")
+    grade.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
+    grade.set_defaults(run=_grade)
+
+    rel = commands.add_parser("release", help="generate release/ from source/ with nbgrader")
+    rel.add_argument("assignments", nargs="*", help="assignment ids (default: every one with a source)")
+    rel.add_argument("--check", action="store_true", help="only report drift between release/ and source/")
+    rel.set_defaults(run=_release)
+
+    demo = commands.add_parser("demo-class", help="write a demo class: the solution and the blank release")
+    demo.add_argument("assignment")
+    demo.add_argument("--out", required=True)
+    demo.set_defaults(run=_demo_class)
+
+    run = commands.add_parser("course-run", help="execute, check the release, grade the demo class, report")
+    run.add_argument("--profile", default="ci", choices=syllabus.PROFILES)
+    run.set_defaults(run=_course_run)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (syllabus.UnknownAssignmentError, syllabus.UnknownProfileError, CourseRootNotFound,
+            NotADirectoryError) as error:
+        print(f"autograder: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:
+        from autograder.grade import GradingError
+
+        if isinstance(error, GradingError):
+            print(f"autograder: {error}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,7 @@
+"""nbgrader preprocessors the course adds to nbgrader's own pipelines (see `autograder.config`)."""
+
+from .filter_log_noise import FilterLogNoise
+from .hide_hidden_tests import HideHiddenTests
+from .inject_profile import InjectProfile
+
+__all__ = ["FilterLogNoise", "HideHiddenTests", "InjectProfile"]

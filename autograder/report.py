@@ -1,0 +1,69 @@
+"""The grading report: report.html (score histogram, pass rate of every test) and a terminal summary."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from pathlib import Path
+
+from autograder.grade import ClassResult
+
+
+def summary_lines(result: ClassResult) -> list[str]:
+    lines = [f"{'student':<24} {'status':<8} {'score':>11}  reason"]
+    for row in sorted(result.rows, key=lambda r: r.student_id):
+        lines.append(f"{row.student_id:<24} {row.status:<8} {row.score:>5g}/{row.max_score:<5g}  {row.reason}")
+    graded = [row for row in result.rows if row.status in ("graded", "flagged")]
+    lines.append(f"{len(result.rows)} submissions, {len(graded)} graded, "
+                 f"{len(result.rows) - len(graded)} not graded")
+    return lines
+
+
+def pass_rates(result: ClassResult) -> dict[str, float]:
+    scored = [row for row in result.rows if row.cells]
+    rates = {}
+    for cell in result.grade_cells:
+        if scored:
+            full = sum(1 for row in scored if row.cells.get(cell, 0) > 0)
+            rates[cell] = full / len(scored)
+    return rates
+
+
+def _histogram_png(result: ClassResult) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    figure, axes = pyplot.subplots(figsize=(6, 3))
+    scores = [row.score for row in result.rows]
+    axes.hist(scores, bins=max(1, int(result.max_score) + 1), range=(0, max(result.max_score, 1) + 1),
+              align="left", rwidth=0.8)
+    axes.set_title(f"{result.assignment}: scores of {len(scores)} submissions")
+    axes.set_xlabel(f"score (points, out of {result.max_score:g})")
+    axes.set_ylabel("students")
+    buffer = io.BytesIO()
+    figure.tight_layout()
+    figure.savefig(buffer, format="png", dpi=90)
+    pyplot.close(figure)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def write_html(result: ClassResult, path: Path | None = None) -> Path:
+    path = path or result.out / "report.html"
+    escape = html.escape
+    rows = "".join(
+        f"<tr><td>{escape(row.student_id)}</td><td>{row.status}</td><td>{row.score:g} / {row.max_score:g}</td>"
+        f"<td>{row.seconds:g}</td><td>{escape(row.reason)}</td></tr>"
+        for row in sorted(result.rows, key=lambda r: r.student_id))
+    rates = "".join(f"<tr><td>{escape(cell)}</td><td>{rate:.0%}</td></tr>" for cell, rate in pass_rates(result).items())
+    body = f"""<!doctype html><html><head><meta charset="utf-8"><title>{escape(result.assignment)} grades</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px}}</style>
+</head><body><h1>{escape(result.assignment)}: grading report</h1>
+<img alt="score histogram" src="data:image/png;base64,{_histogram_png(result)}">
+<h2>Submissions</h2><table><tr><th>student</th><th>status</th><th>score</th><th>seconds</th><th>reason</th></tr>{rows}</table>
+<h2>Pass rate of every test</h2><table><tr><th>test cell</th><th>students with points</th></tr>{rates}</table>
+</body></html>"""
+    path.write_text(body, encoding="utf-8")
+    return path

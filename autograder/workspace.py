@@ -1,0 +1,98 @@
+"""A private nbgrader course directory for one grading run.
+
+Grading never touches the repository's own gradebook or the submissions folder: the driver copies
+the assignment's source into `<out>/course/source/`, lets nbgrader generate the assignment there
+(which records the locked cells, hidden tests, checksums and points in a fresh gradebook), and
+copies each submission into `<out>/course/submitted/`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
+from nbgrader.coursedir import CourseDirectory
+from traitlets.config import Config
+
+from autograder import config as course_config
+
+
+@contextlib.contextmanager
+def tools_on_path():
+    """nbgrader creates a gradebook by running `alembic` from PATH: put this environment's bin first."""
+    previous = os.environ.get("PATH", "")
+    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + previous
+    try:
+        yield
+    finally:
+        os.environ["PATH"] = previous
+
+
+@dataclass
+class Workspace:
+    root: Path
+    assignment_id: str
+    profile: str = "grade"
+    cell_timeout: int = course_config.CELL_TIMEOUT
+
+    def config(self) -> Config:
+        c = course_config.configure(Config(), profile=self.profile, cell_timeout=self.cell_timeout)
+        c.CourseDirectory.root = str(self.root)
+        c.CourseDirectory.assignment_id = self.assignment_id
+        return c
+
+    def _coursedir(self, config: Config, student_id: str = "*") -> CourseDirectory:
+        coursedir = CourseDirectory(config=config)
+        coursedir.assignment_id = self.assignment_id
+        coursedir.student_id = student_id
+        return coursedir
+
+    @property
+    def db_url(self) -> str:
+        return f"sqlite:///{self.root / 'gradebook.db'}"
+
+    def submitted_dir(self, student_id: str) -> Path:
+        return self.root / "submitted" / student_id / self.assignment_id
+
+    def autograded_dir(self, student_id: str) -> Path:
+        return self.root / "autograded" / student_id / self.assignment_id
+
+    def feedback_dir(self, student_id: str) -> Path:
+        return self.root / "feedback" / student_id / self.assignment_id
+
+    def release_dir(self) -> Path:
+        return self.root / "release" / self.assignment_id
+
+    def create(self, source_assignment: Path) -> None:
+        """Copy the assignment source in and generate it (gradebook + release) with nbgrader."""
+        target = self.root / "source" / self.assignment_id
+        if target.exists():
+            shutil.rmtree(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(source_assignment, target, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        config = self.config()
+        with tools_on_path():
+            app = GenerateAssignment(coursedir=self._coursedir(config), config=config)
+            app.force = True
+            app.start()
+
+    def autograde(self, student_id: str) -> None:
+        """Run nbgrader's Autograde for one student; raises NbGraderException when it fails."""
+        config = self.config()
+        with tools_on_path():
+            app = Autograde(coursedir=self._coursedir(config, student_id), config=config)
+            app.force = True
+            app.create_student = True
+            app.start()
+
+    def generate_feedback(self, student_id: str) -> None:
+        config = self.config()
+        with tools_on_path():
+            app = GenerateFeedback(coursedir=self._coursedir(config, student_id), config=config)
+            app.force = True
+            app.start()

@@ -1,0 +1,129 @@
+"""`course doctor`: the environment diagnosis of assignment 00, from a terminal.
+
+Each check looks at facts from `environment` and says OK, WARN or FAIL with what to do next. The
+notebook 00_gpu_setup teaches where each of these facts comes from and why each failure happens.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+from course import environment, kernel
+
+OK, WARN, FAIL = "OK", "WARN", "FAIL"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str
+    detail: str
+    hint: str = ""
+
+
+def _python(facts: dict) -> Check:
+    version = facts["python"]["version"]
+    where = "a virtual environment" if facts["python"]["in_virtualenv"] else "the system interpreter"
+    status = OK if sys.version_info[:2] == (3, 11) else WARN
+    hint = "" if status == OK else "the course's lock is made for Python 3.11"
+    return Check("python", status, f"Python {version} in {where}", hint)
+
+
+def _tensorflow_import(check: dict) -> Check:
+    if check["ok"]:
+        return Check("import tensorflow", OK, f"TensorFlow {check['version']} imports")
+    return Check("import tensorflow", FAIL, check["error"] or f"exit code {check['returncode']}",
+                 "see 00_gpu_setup, section 'Classic import errors', for what this message means")
+
+
+def _wheel(facts: dict) -> Check:
+    packages = facts["packages"]
+    if packages.get("tensorflow") and packages.get("tensorflow-cpu"):
+        return Check("tensorflow wheel", FAIL, "both tensorflow and tensorflow-cpu are installed",
+                     "uninstall both and reinstall from requirements.lock (keras-hub needs `tensorflow`)")
+    if packages.get("tensorflow-cpu"):
+        return Check("tensorflow wheel", WARN, "tensorflow-cpu is installed: no CUDA build",
+                     "install `tensorflow` (or `.[gpu]`) for GPU support")
+    return Check("tensorflow wheel", OK, f"tensorflow {packages.get('tensorflow')}")
+
+
+def _build(facts: dict) -> Check:
+    build = facts["tensorflow"]["build_info"]
+    detail = (f"CUDA build {build.get('is_cuda_build')}, CUDA {build.get('cuda_version', '-')}, "
+              f"cuDNN {build.get('cudnn_version', '-')}, TensorRT build {build.get('is_tensorrt_build')}")
+    return Check("build", OK, detail)
+
+
+def _gpu(facts: dict) -> Check:
+    gpus = [device for device in facts["tensorflow"]["devices"] if device["type"] == "GPU"]
+    if gpus:
+        names = ", ".join(f"{gpu.get('device_name')} (compute capability {gpu.get('compute_capability')})"
+                          for gpu in gpus)
+        return Check("gpu", OK, f"{len(gpus)} GPU visible: {names}")
+    hint = "GPU-only cells will print why they skip"
+    if facts["tensorflow"]["build_info"].get("is_cuda_build") and not facts["nvidia_distributions"]:
+        hint += "; on a GPU machine install the [gpu] extra (pip's CUDA libraries)"
+    return Check("gpu", WARN, "no GPU visible to TensorFlow", hint)
+
+
+def _shadowing(facts: dict) -> Check:
+    hits = facts["cuda_on_ld_library_path"]
+    if not hits:
+        return Check("LD_LIBRARY_PATH", OK, "no CUDA runtime on LD_LIBRARY_PATH to shadow the wheel's own")
+    return Check("LD_LIBRARY_PATH", WARN, "CUDA libraries on LD_LIBRARY_PATH: " + ", ".join(hits[:4]),
+                 "they are searched before the wheel's RUNPATH ($ORIGIN/../nvidia/*/lib); "
+                 "remove them unless they are the versions TensorFlow was built with")
+
+
+def _cpu(facts: dict) -> Check:
+    flags = facts["cpu_flags"]
+    if flags.get("avx") is None:
+        return Check("cpu", WARN, "could not read the CPU flags")
+    if not flags.get("avx"):
+        return Check("cpu", FAIL, "the CPU has no AVX", "TensorFlow wheels need AVX: expect 'Illegal instruction'")
+    return Check("cpu", OK, "CPU flags: " + ", ".join(flag for flag, present in flags.items() if present))
+
+
+def _kernel(_: dict) -> Check:
+    found = kernel.check()
+    if not found.registered:
+        return Check("kernel", WARN, f"no Jupyter kernel named {kernel.KERNEL_NAME!r}",
+                     "run `make lab` (or `python -m ipykernel install --sys-prefix --name tf-course`)")
+    if not found.same_environment:
+        return Check("kernel", WARN, f"kernel {kernel.KERNEL_NAME!r} runs {found.spec_python}, "
+                     f"not this environment's {found.running_python}", "re-register it from this environment")
+    return Check("kernel", OK, f"kernel {kernel.KERNEL_NAME!r} runs this environment ({found.spec_python})")
+
+
+FACT_CHECKS: tuple[Callable[[dict], Check], ...] = (_python, _wheel, _cpu, _shadowing, _kernel)
+TENSORFLOW_CHECKS: tuple[Callable[[dict], Check], ...] = (_build, _gpu)
+
+
+def diagnose() -> dict[str, Any]:
+    """Run every check; TensorFlow is imported in this process only after a subprocess showed it imports."""
+    imported = environment.import_check()
+    facts = environment.collect(import_tensorflow=imported["ok"])
+    checks = [check(facts) for check in FACT_CHECKS]
+    checks.insert(1, _tensorflow_import(imported))
+    if imported["ok"]:
+        checks.extend(check(facts) for check in TENSORFLOW_CHECKS)
+    return {"checks": [asdict(check) for check in checks], "facts": facts,
+            "ok": all(check.status != FAIL for check in checks)}
+
+
+def format_text(diagnosis: dict[str, Any]) -> str:
+    lines = []
+    for check in diagnosis["checks"]:
+        lines.append(f"[{check['status']:>4}] {check['name']}: {check['detail']}")
+        if check["hint"]:
+            lines.append(f"       -> {check['hint']}")
+    lines.append("")
+    lines.append("healthy" if diagnosis["ok"] else "problems found (FAIL above)")
+    return "\n".join(lines)
+
+
+def format_json(diagnosis: dict[str, Any]) -> str:
+    return json.dumps(diagnosis, indent=2, sort_keys=True)

@@ -1,0 +1,86 @@
+"""Execute course notebooks with papermill under a profile; write the executed notebook and HTML.
+
+    results = runner.run_all(Layout.find(), profile="ci")
+
+Each notebook runs in its own folder (so relative paths work as they do for a student), with the
+profile's overrides injected after its `parameters` cell, on the course kernel. Output goes to
+`build/executed/<profile>/<assignment>.ipynb` and `.html`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from course import kernel, syllabus
+from course.layout import Layout
+
+
+@dataclass(frozen=True)
+class RunResult:
+    assignment: str
+    status: str  # "ok", "failed" or "missing"
+    seconds: float = 0.0
+    executed: Path | None = None
+    html: Path | None = None
+    error: str = ""
+
+
+def prepare(notebook: Path, output: Path, profile: str, assignment_id: str | None = None) -> Path:
+    """Inject the profile's parameters without executing (what nbval then runs)."""
+    import papermill
+
+    assignment = syllabus.get(assignment_id or notebook.stem)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    papermill.execute_notebook(str(notebook), str(output), parameters=assignment.parameters(profile),
+                               prepare_only=True, kernel_name=kernel.KERNEL_NAME, progress_bar=False)
+    return output
+
+
+def run_notebook(notebook: Path, output: Path, profile: str, assignment_id: str | None = None,
+                 progress_bar: bool = True, timeout: int | None = 1800) -> RunResult:
+    """Execute one notebook under `profile`; never raises for a failing notebook, reports it."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    assignment = syllabus.get(assignment_id or notebook.stem)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    error = ""
+    try:
+        papermill.execute_notebook(
+            str(notebook), str(output), parameters=assignment.parameters(profile),
+            kernel_name=kernel.KERNEL_NAME, cwd=str(notebook.parent), progress_bar=progress_bar,
+            execution_timeout=timeout, log_output=False,
+        )
+    except PapermillExecutionError as failure:
+        error = f"cell {failure.exec_count}: {failure.ename}: {failure.evalue}"
+    seconds = time.perf_counter() - start
+    html = write_html(output) if output.exists() else None
+    return RunResult(assignment.id, "failed" if error else "ok", seconds, output, html, error)
+
+
+def write_html(executed: Path) -> Path:
+    import nbconvert
+    import nbformat
+
+    body, _ = nbconvert.HTMLExporter().from_notebook_node(nbformat.read(executed, as_version=4))
+    html = executed.with_suffix(".html")
+    html.write_text(body, encoding="utf-8")
+    return html
+
+
+def run_all(layout: Layout, profile: str = "ci", assignment_ids: list[str] | None = None,
+            progress_bar: bool = True) -> list[RunResult]:
+    """Run every assignment in syllabus order; those without a source notebook are 'missing'."""
+    results = []
+    for assignment_id in assignment_ids or syllabus.ids():
+        notebook = layout.source_notebook(assignment_id)
+        if not notebook.exists():
+            results.append(RunResult(assignment_id, "missing", error=f"{notebook} does not exist yet"))
+            continue
+        print(f"== {assignment_id} ({profile} profile)", flush=True)
+        results.append(run_notebook(notebook, layout.executed(profile, assignment_id), profile,
+                                    assignment_id, progress_bar=progress_bar))
+    return results

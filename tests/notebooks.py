@@ -1,0 +1,64 @@
+"""Tiny nbgrader notebooks built in the tests (nbformat.v4), so grading tests run in seconds."""
+
+from __future__ import annotations
+
+import nbformat
+from nbformat import v4
+
+from course import kernel
+
+
+def _meta(grade_id: str, *, grade: bool, solution: bool, locked: bool, points: int | None = None) -> dict:
+    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3,
+            "solution": solution, "task": False}
+    if points is not None:
+        meta["points"] = points
+    return {"nbgrader": meta}
+
+
+def code(source: str, cell_id: str, **nbgrader) -> nbformat.NotebookNode:
+    cell = v4.new_code_cell(source, id=cell_id)
+    if nbgrader:
+        cell.metadata.update(_meta(cell_id, **nbgrader))
+    return cell
+
+
+def solution(source: str, cell_id: str) -> nbformat.NotebookNode:
+    return code(source, cell_id, grade=False, solution=True, locked=False)
+
+
+def test_cell(source: str, cell_id: str, points: int = 1) -> nbformat.NotebookNode:
+    return code(source, cell_id, grade=True, solution=False, locked=True, points=points)
+
+
+def notebook(cells: list) -> nbformat.NotebookNode:
+    nb = v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = kernel.kernelspec_metadata()
+    nb.metadata["language_info"] = {"name": "python"}
+    return nb
+
+
+def parameters(source: str) -> nbformat.NotebookNode:
+    cell = v4.new_code_cell(source, id="parameters")
+    cell.metadata["tags"] = ["parameters"]
+    return cell
+
+
+def tiny_assignment() -> nbformat.NotebookNode:
+    """Three tests worth 6 points: a function, the injected profile, and TensorFlow-like log noise."""
+    return notebook([
+        v4.new_markdown_cell("# Tiny assignment", id="header"),
+        parameters("MATMUL_SIZE = 999\nREPEATS = 99"),
+        solution("def double(value):\n    ### BEGIN SOLUTION\n    return 2 * value\n    ### END SOLUTION", "double"),
+        test_cell("assert double(2) == 4, f'double(2) should be 4, got {double(2)}'\n"
+                  "### BEGIN HIDDEN TESTS\nassert double(-7) == -14, 'hidden: double(-7)'\n### END HIDDEN TESTS",
+                  "test_double", points=3),
+        test_cell("assert double(1) == 2\nassert (MATMUL_SIZE, REPEATS) == (128, 3), (MATMUL_SIZE, REPEATS)",
+                  "test_profile", points=2),
+        test_cell("import sys\n"
+                  "sys.stderr.write('I0000 00:00:1796235959.660254    3034 port.cc:153] oneDNN custom operations are on.\\n')\n"
+                  "sys.stderr.write('WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\\n')\n"
+                  "sys.stderr.flush()\n"
+                  "assert double(0) == 0",
+                  "test_noise", points=1),
+    ])

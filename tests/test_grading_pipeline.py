@@ -1,0 +1,85 @@
+"""The grading chain on a tiny assignment: nbgrader's own sanitize/restore/execute, plus the course's
+profile injection, log-noise filter and leak-free feedback."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import demo, export
+from autograder.grade import grade_class
+from tests import notebooks
+
+ASSIGNMENT = "00_gpu_setup"  # a syllabus id, so the grade profile is injected
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("course")
+    source = root / "source" / ASSIGNMENT
+    source.mkdir(parents=True)
+    nbformat.write(notebooks.tiny_assignment(), source / f"{ASSIGNMENT}.ipynb")
+    from autograder.workspace import Workspace
+
+    releaser = Workspace(root / "release-ws", ASSIGNMENT)
+    releaser.create(source)
+    release_nb = releaser.release_dir() / f"{ASSIGNMENT}.ipynb"
+    submissions = root / "submissions"
+    demo.write_class(source / f"{ASSIGNMENT}.ipynb", release_nb, submissions)
+    # a student who edits the parameters cell to make grading slow
+    edited = nbformat.read(submissions / "solution" / f"{ASSIGNMENT}.ipynb", as_version=4)
+    edited.cells[1].source = "MATMUL_SIZE = 100000\nREPEATS = 1000"
+    (submissions / "slowpoke").mkdir()
+    nbformat.write(edited, submissions / "slowpoke" / f"{ASSIGNMENT}.ipynb")
+    (submissions / "broken").mkdir()
+    (submissions / "broken" / f"{ASSIGNMENT}.ipynb").write_text('{"cells": [', encoding="utf-8")
+    before = {p: p.read_bytes() for p in submissions.rglob("*") if p.is_file()}
+    result = grade_class(ASSIGNMENT, source, submissions, root / "out", cell_timeout=60)
+    export.write_csv(result)
+    after = {p: p.read_bytes() for p in submissions.rglob("*") if p.is_file()}
+    return {"result": result, "rows": {row.student_id: row for row in result.rows},
+            "unchanged": before == after, "out": root / "out"}
+
+
+def test_solution_gets_full_marks_despite_log_noise(graded):
+    row = graded["rows"]["solution"]
+    assert (row.status, row.score, row.max_score) == ("graded", 6, 6), row
+
+
+def test_blank_release_gets_zero(graded):
+    row = graded["rows"]["blank"]
+    assert (row.status, row.score) == ("graded", 0), row
+
+
+def test_profile_is_injected_over_the_students_parameters(graded):
+    row = graded["rows"]["slowpoke"]
+    assert row.cells["test_profile"] == 2 and row.score == 6, row
+
+
+def test_broken_notebook_is_invalid_with_a_reason_and_the_rest_is_graded(graded):
+    row = graded["rows"]["broken"]
+    assert row.status == "invalid" and "not a valid notebook" in row.reason, row
+    assert len(graded["rows"]) == 4
+
+
+def test_submissions_folder_is_not_modified(graded):
+    assert graded["unchanged"]
+
+
+def test_grades_csv_has_the_columns_and_a_row_per_student(graded):
+    with (graded["out"] / "grades.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [row["student_id"] for row in rows] == ["blank", "broken", "slowpoke", "solution"]
+    assert set(export.COLUMNS) <= set(rows[0]) and {"test_double", "test_profile", "test_noise"} <= set(rows[0])
+
+
+def test_feedback_has_no_hidden_test(graded):
+    feedback = graded["out"] / "feedback"
+    pages = {path.stem: path.read_text(encoding="utf-8") for path in feedback.glob("*.html")}
+    assert {"solution", "blank", "slowpoke"} <= set(pages)
+    for page in pages.values():
+        assert "double(-7)" not in page and "HIDDEN TESTS" not in page
