@@ -138,11 +138,21 @@ def _feedback(workspace: Workspace, student_id: str) -> Path | None:
     return produced[0] if produced else None
 
 
+def source_notebook(assignment_id: str, source_dir: Path) -> Path:
+    """`<assignment>.ipynb` as the course names it, or the assignment's only notebook."""
+    named = source_dir / f"{assignment_id}.ipynb"
+    if named.exists():
+        return named
+    found = sorted(source_dir.glob("*.ipynb")) if source_dir.is_dir() else []
+    if len(found) != 1:
+        raise GradingError(f"no source notebook {named}" if not found else
+                           f"{source_dir} holds several notebooks: {', '.join(p.name for p in found)}")
+    return found[0]
+
+
 def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Path, *,
                 profile: str = "grade", cell_timeout: int = 600) -> ClassResult:
-    notebook_path = source_dir / f"{assignment_id}.ipynb"
-    if not notebook_path.exists():
-        raise GradingError(f"no source notebook {notebook_path}")
+    notebook_path = source_notebook(assignment_id, source_dir)
     students = intake.read_class(submissions, notebook_path.name)
     out.mkdir(parents=True, exist_ok=True)
     workspace = Workspace(out / "course", assignment_id, profile=profile, cell_timeout=cell_timeout)

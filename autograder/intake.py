@@ -88,7 +88,7 @@ def _from_folder(folder: Path, notebook_name: str) -> Submission:
     if path.is_symlink():
         return Submission(student_id, origin, problem="the notebook is a symbolic link: not followed")
     if path.stat().st_size > MAX_NOTEBOOK_BYTES:
-        return Submission(student_id, origin, problem=f"the notebook is larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB")
+        return Submission(student_id, origin, problem=f"the notebook is larger than the limit of {MAX_NOTEBOOK_BYTES:,} bytes")
     return _validated(student_id, origin, path.read_bytes())
 
 
@@ -113,7 +113,7 @@ def _from_zip(archive: Path, notebook_name: str) -> Submission:
             info = bundle.getinfo(by_name[chosen])
             if info.file_size > MAX_NOTEBOOK_BYTES:
                 return Submission(student_id, archive.name,
-                                  problem=f"the notebook is larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB")
+                                  problem=f"the notebook is larger than the limit of {MAX_NOTEBOOK_BYTES:,} bytes")
             data = bundle.read(info)
     except (zipfile.BadZipFile, OSError) as error:
         return Submission(student_id, archive.name, problem=f"not a readable zip file: {error}")

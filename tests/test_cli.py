@@ -1,0 +1,101 @@
+"""The two CLIs: argument mapping with the library mocked, and end to end in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import cli as autograder_cli
+from course import cli as course_cli
+from tests import notebooks
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def _env(**extra):
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", **extra)
+    env.pop("COURSE_ROOT", None)
+    return env
+
+
+def test_grade_maps_arguments_to_the_library(monkeypatch, tmp_path):
+    seen = {}
+
+    def fake_grade_class(assignment, source_dir, submissions, out, *, profile, cell_timeout):
+        seen.update(assignment=assignment, source_dir=source_dir, submissions=submissions, out=out,
+                    profile=profile, cell_timeout=cell_timeout)
+        from autograder.grade import ClassResult
+        return ClassResult(assignment, [], [], 0.0, out)
+
+    import autograder.grade
+    monkeypatch.setattr(autograder.grade, "grade_class", fake_grade_class)
+    monkeypatch.setenv("COURSE_ROOT", str(tmp_path))
+    code = autograder_cli.main(["grade", "00_gpu_setup", "--submissions", "subs", "--out", str(tmp_path / "o"),
+                                "--profile", "ci", "--timeout", "42"])
+    assert code == 0
+    assert seen == {"assignment": "00_gpu_setup", "source_dir": tmp_path / "source" / "00_gpu_setup",
+                    "submissions": Path("subs"), "out": tmp_path / "o", "profile": "ci", "cell_timeout": 42}
+
+
+def test_unknown_assignment_exits_2_with_a_message(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("COURSE_ROOT", str(tmp_path))
+    assert autograder_cli.main(["grade", "99_nope", "--submissions", str(tmp_path)]) == 2
+    assert "unknown assignment '99_nope'" in capsys.readouterr().err
+
+
+def test_missing_submissions_folder_exits_2(tmp_path, capsys):
+    course = tmp_path / "course"
+    (course / "source" / "00_gpu_setup").mkdir(parents=True)
+    nbformat.write(notebooks.tiny_assignment(), course / "source" / "00_gpu_setup" / "00_gpu_setup.ipynb")
+    os.environ["COURSE_ROOT"] = str(course)
+    try:
+        code = autograder_cli.main(["grade", "00_gpu_setup", "--submissions", str(tmp_path / "nope"),
+                                    "--out", str(tmp_path / "out")])
+    finally:
+        del os.environ["COURSE_ROOT"]
+    assert code == 2 and "does not exist" in capsys.readouterr().err
+
+
+def test_autograder_grade_end_to_end(tmp_path):
+    course = tmp_path / "course"
+    (course / "source" / "00_gpu_setup").mkdir(parents=True)
+    shutil.copyfile(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    nbformat.write(notebooks.tiny_assignment(), course / "source" / "00_gpu_setup" / "00_gpu_setup.ipynb")
+    submissions = tmp_path / "submissions" / "solo"
+    submissions.mkdir(parents=True)
+    nbformat.write(notebooks.tiny_assignment(), submissions / "00_gpu_setup.ipynb")
+    done = subprocess.run([str(BIN / "autograder"), "grade", "00_gpu_setup", "--submissions", str(submissions.parent)],
+                          cwd=course, capture_output=True, text=True, timeout=600, env=_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    grades = (course / "build" / "grading" / "00_gpu_setup" / "grades.csv").read_text()
+    assert "solo,00_gpu_setup,6,6,graded" in grades, grades
+    assert "1 submissions, 1 graded" in done.stdout
+
+
+def test_course_doctor_json_end_to_end():
+    done = subprocess.run([str(BIN / "course"), "doctor", "--json"], capture_output=True, text=True,
+                          timeout=300, env=_env(), cwd=ROOT)
+    diagnosis = json.loads(done.stdout)
+    names = [check["name"] for check in diagnosis["checks"]]
+    assert {"python", "import tensorflow", "gpu", "kernel", "LD_LIBRARY_PATH", "cpu"} <= set(names)
+    assert done.returncode == (0 if diagnosis["ok"] else 1)
+
+
+def test_course_list_names_every_assignment(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert course_cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in ("00_gpu_setup", "05_tf_trt"))
+
+
+def test_course_run_rejects_an_unknown_profile(capsys):
+    with pytest.raises(SystemExit):
+        course_cli.main(["run", "--profile", "fast"])

@@ -1,0 +1,175 @@
+"""Unit tests of the course package: syllabus, layout, timing, gpu, kernel, environment, doctor."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from course import doctor, environment, gpu, kernel, syllabus, timing
+from course.layout import CourseRootNotFound, Layout, find_root
+
+
+# syllabus -----------------------------------------------------------------------------------------
+
+def test_assignments_are_the_six_in_order():
+    assert syllabus.ids() == ["00_gpu_setup", "01_session_vs_eager", "02_convlstm",
+                              "03_bert_finetuning", "04_xla", "05_tf_trt"]
+
+
+def test_gpu_profile_requires_a_gpu_and_ci_grade_do_not():
+    for assignment in syllabus.ASSIGNMENTS:
+        if assignment.profiles:
+            assert assignment.parameters("gpu").get("REQUIRE_GPU") is True, assignment.id
+            assert not assignment.parameters("ci").get("REQUIRE_GPU"), assignment.id
+            assert not assignment.parameters("grade").get("REQUIRE_GPU"), assignment.id
+            assert "SEED" in assignment.parameters("grade"), f"{assignment.id}: grade must fix a seed"
+
+
+def test_parameters_are_copies():
+    first = syllabus.get("00_gpu_setup").parameters("ci")
+    first["MATMUL_SIZE"] = -1
+    assert syllabus.get("00_gpu_setup").parameters("ci")["MATMUL_SIZE"] != -1
+
+
+def test_unknown_names_say_what_exists():
+    with pytest.raises(syllabus.UnknownAssignmentError, match="00_gpu_setup"):
+        syllabus.get("99_nope")
+    with pytest.raises(syllabus.UnknownProfileError, match="ci, grade, gpu"):
+        syllabus.get("00_gpu_setup").parameters("fast")
+
+
+# layout -------------------------------------------------------------------------------------------
+
+def test_find_root_walks_up_to_nbgrader_config(tmp_path, monkeypatch):
+    monkeypatch.delenv("COURSE_ROOT", raising=False)
+    (tmp_path / "nbgrader_config.py").write_text("")
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    assert find_root(deep) == tmp_path
+    layout = Layout(tmp_path)
+    assert layout.source_notebook("00_gpu_setup") == tmp_path / "source/00_gpu_setup/00_gpu_setup.ipynb"
+    assert layout.executed("ci", "00_gpu_setup", ".html") == tmp_path / "build/executed/ci/00_gpu_setup.html"
+
+
+def test_find_root_fails_clearly(tmp_path, monkeypatch):
+    monkeypatch.delenv("COURSE_ROOT", raising=False)
+    with pytest.raises(CourseRootNotFound, match="nbgrader_config.py"):
+        find_root(tmp_path)
+
+
+# timing -------------------------------------------------------------------------------------------
+
+def test_measure_warms_up_then_times_each_repeat():
+    calls = []
+    result = timing.measure(lambda: calls.append(1), repeats=5, warmup=3)
+    assert len(calls) == 8 and result.repeats == 5 and result.warmup == 3
+    assert result.min_s <= result.median_s <= result.max_s
+
+
+def test_measure_sees_the_work_and_sync_is_inside_the_timed_region():
+    slept = timing.measure(lambda: None, repeats=3, warmup=0, sync=lambda _: time.sleep(0.01))
+    assert slept.median_s >= 0.009
+
+
+def test_statistics_on_known_samples():
+    known = timing.Measurement(samples=(0.001, 0.002, 0.003, 0.004, 0.100), warmup=0)
+    assert known.median_s == 0.003 and known.median_ms == pytest.approx(3.0)
+    assert known.iqr_s == pytest.approx(0.002)
+    assert timing.ratio(known, timing.Measurement(samples=(0.0015,), warmup=0)) == pytest.approx(2.0)
+    assert "median 3.00 ms" in str(known)
+
+
+@pytest.mark.parametrize("seconds, text", [(2.5e-6, "2.5 us"), (0.0123, "12.30 ms"), (3.0, "3.00 s")])
+def test_format_seconds(seconds, text):
+    assert timing.format_seconds(seconds) == text
+
+
+def test_measure_rejects_nonsense():
+    with pytest.raises(ValueError):
+        timing.measure(lambda: None, repeats=0)
+
+
+# gpu ----------------------------------------------------------------------------------------------
+
+def test_gpu_cell_skips_with_a_reason_on_cpu(monkeypatch, capsys):
+    monkeypatch.setattr(gpu, "visible_gpus", lambda: [])
+    assert gpu.available(require=False, why="to time the matmul") is False
+    assert "Skipped (no GPU visible to TensorFlow)" in capsys.readouterr().out
+
+
+def test_gpu_cell_is_a_hard_check_under_the_gpu_profile(monkeypatch):
+    monkeypatch.setattr(gpu, "visible_gpus", lambda: [])
+    with pytest.raises(gpu.GPURequiredError, match="REQUIRE_GPU"):
+        gpu.available(require=True, why="to time the matmul")
+
+
+def test_gpu_cell_runs_when_a_gpu_is_there(monkeypatch):
+    monkeypatch.setattr(gpu, "visible_gpus", lambda: ["GPU:0"])
+    assert gpu.available(require=True, why="anything") is True
+
+
+# kernel, environment, doctor ----------------------------------------------------------------------
+
+def test_course_kernel_is_registered_for_this_environment():
+    found = kernel.check()
+    assert found.registered, "run `make venv`: it registers the tf-course kernel"
+    assert found.same_environment, found
+
+
+def test_environment_facts_without_tensorflow_are_json():
+    facts = environment.collect(import_tensorflow=False)
+    json.dumps(facts)
+    assert facts["packages"]["tensorflow"].startswith("2.21")
+    assert set(facts["cpu_flags"]) == {"avx", "avx2", "fma", "avx512f"}
+
+
+def test_cuda_libraries_on_the_loader_path_are_found(tmp_path, monkeypatch):
+    (tmp_path / "libcudart.so.11.0").write_text("")
+    monkeypatch.setenv("LD_LIBRARY_PATH", f"::{tmp_path}:/does/not/exist")
+    assert environment.library_path_entries() == [str(tmp_path), "/does/not/exist"]
+    assert environment.cuda_runtimes_on_library_path() == [str(tmp_path / "libcudart.so.11.0")]
+
+
+def test_doctor_flags_a_shadowing_cuda_and_mixed_wheels():
+    facts = environment.collect(import_tensorflow=False)
+    facts["cuda_on_ld_library_path"] = ["/usr/local/cuda-11.0/lib64/libcudart.so.11.0"]
+    facts["packages"] = dict(facts["packages"], **{"tensorflow-cpu": "2.21.0"})
+    assert doctor._shadowing(facts).status == doctor.WARN
+    assert doctor._wheel(facts).status == doctor.FAIL
+
+
+def test_doctor_reports_an_import_failure_as_fail():
+    check = doctor._tensorflow_import({"ok": False, "returncode": 1, "error": "ImportError: libcudart.so.12"})
+    assert check.status == doctor.FAIL and "libcudart" in check.detail
+
+
+def test_doctor_text_and_json_formats():
+    diagnosis = {"ok": False, "facts": {}, "checks": [
+        {"name": "gpu", "status": "WARN", "detail": "no GPU", "hint": "skip"},
+        {"name": "cpu", "status": "FAIL", "detail": "no AVX", "hint": ""}]}
+    text = doctor.format_text(diagnosis)
+    assert "[WARN] gpu: no GPU" in text and "-> skip" in text and "problems found" in text
+    assert json.loads(doctor.format_json(diagnosis))["ok"] is False
+
+
+# plotting -----------------------------------------------------------------------------------------
+
+def test_plots_have_titles_and_labelled_axes(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from course import plotting
+
+    figure = plotting.lines([1, 2, 4], {"eager": [3, 2, 1], "graph": [1, 1, 1]}, title="Dispatch",
+                            xlabel="ops in the chain", ylabel="median time (ms)", logx=True)
+    axes = figure.axes[0]
+    assert (axes.get_title(), axes.get_xlabel(), axes.get_ylabel()) == ("Dispatch", "ops in the chain", "median time (ms)")
+    assert [line.get_label() for line in axes.get_lines()] == ["eager", "graph"]
+    assert plotting.save(figure, tmp_path / "plot.png").stat().st_size > 0
+    grid = plotting.image_grid([[[[0, 1], [1, 0]]] * 3, [[[1, 0], [0, 1]]] * 3], title="Frames",
+                               row_labels=["truth", "prediction"])
+    assert len(grid.axes) == 6
+    with pytest.raises(ValueError, match="ylabel"):
+        plotting.bars(["a"], [1.0], title="t", ylabel=" ")

@@ -1,0 +1,149 @@
+"""Every source and release notebook follows the course's rules (DESIGN §2-§3, §6; STYLE.md)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import release
+from course import kernel, syllabus
+from course.layout import Layout
+
+LAYOUT = Layout(Path(__file__).resolve().parent.parent)
+PRESENT = release.present(LAYOUT)
+SECTIONS = ["## Overview", "## Setup", "## Summary", "## Further reading"]
+MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION", "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
+
+
+def nbgrader_meta(cell) -> dict:
+    return cell.metadata.get("nbgrader", {})
+
+
+def source(assignment_id):
+    return nbformat.read(LAYOUT.source_notebook(assignment_id), as_version=4)
+
+
+def released(assignment_id):
+    return nbformat.read(LAYOUT.release_notebook(assignment_id), as_version=4)
+
+
+def test_at_least_the_first_assignment_exists():
+    assert "00_gpu_setup" in PRESENT
+
+
+def test_missing_assignments_are_reported_not_faked():
+    missing = [aid for aid in syllabus.ids() if aid not in PRESENT]
+    for assignment_id in missing:
+        assert not (LAYOUT.release / assignment_id).exists(), f"release/{assignment_id} without a source"
+
+
+@pytest.mark.parametrize("assignment_id", PRESENT)
+def test_notebooks_are_committed_without_outputs(assignment_id):
+    for notebook in (source(assignment_id), released(assignment_id)):
+        dirty = [cell.get("id") for cell in notebook.cells if cell.cell_type == "code"
+                 and (cell.outputs or cell.execution_count is not None)]
+        assert not dirty, f"{assignment_id}: cells with outputs {dirty}"
+
+
+@pytest.mark.parametrize("assignment_id", PRESENT)
+def test_exactly_one_parameters_cell_with_every_profile_name(assignment_id):
+    notebook = source(assignment_id)
+    cells = [cell for cell in notebook.cells if "parameters" in cell.metadata.get("tags", [])]
+    assert len(cells) == 1, f"{assignment_id}: {len(cells)} cells tagged parameters"
+    defined = set(re.findall(r"^([A-Z_][A-Z0-9_]*)\s*=", cells[0].source, flags=re.M))
+    for profile in syllabus.PROFILES:
+        unknown = set(syllabus.get(assignment_id).parameters(profile)) - defined
+        assert not unknown, f"{assignment_id}: profile {profile} sets {unknown}, not in the parameters cell"
+    assert "REQUIRE_GPU" in defined
+
+
+@pytest.mark.parametrize("assignment_id", PRESENT)
+def test_course_kernel(assignment_id):
+    for notebook in (source(assignment_id), released(assignment_id)):
+        assert notebook.metadata["kernelspec"]["name"] == kernel.KERNEL_NAME
+
+
+@pytest.mark.parametrize("assignment_id", PRESENT)
+def test_header_and_section_order(assignment_id):
+    notebook = source(assignment_id)
+    header = notebook.cells[0]
+    assert header.cell_type == "markdown" and header.source.startswith(f"# {assignment_id[:2]} ·"), header.source[:80]
+    for field in ("**Needs:**", "**Runtime:**", "**Learning objectives**"):
+        assert field in header.source, f"{assignment_id}: header lacks {field}"
+    headings = [line.strip() for cell in notebook.cells if cell.cell_type == "markdown"
+                for line in cell.source.splitlines() if line.startswith("## ")]
+    positions = [headings.index(section) if section in headings else -1 for section in SECTIONS]
+    assert -1 not in positions, f"{assignment_id}: missing sections {[s for s, p in zip(SECTIONS, positions) if p < 0]}"
+    assert positions == sorted(positions), f"{assignment_id}: sections out of order: {headings}"
+
+
+@pytest.mark.parametrize("assignment_id", PRESENT)
+def test_every_exercise_has_visible_and_hidden_tests(assignment_id):
+    notebook = source(assignment_id)
+    solutions = [cell for cell in notebook.cells if nbgrader_meta(cell).get("solution")]
+    tests = [cell for cell in notebook.cells if nbgrader_meta(cell).get("grade") and not nbgrader_meta(cell).get("solution")]
+    assert len(solutions) >= 5 and len(tests) >= 5, f"{assignment_id}: {len(solutions)} exercises, {len(tests)} tests"
+    for cell in solutions:
+        assert "### BEGIN SOLUTION" in cell.source and "### END SOLUTION" in cell.source, nbgrader_meta(cell)["grade_id"]
+    for cell in tests:
+        visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
+        assert "assert" in visible or "raises" in visible, f"{nbgrader_meta(cell)['grade_id']}: no visible test"
+        assert "### BEGIN HIDDEN TESTS" in cell.source, f"{nbgrader_meta(cell)['grade_id']}: no hidden test"
+        assert nbgrader_meta(cell).get("points", 0) > 0 and nbgrader_meta(cell).get("locked")
+
+
+@pytest.mark.parametrize("assignment_id", PRESENT)
+def test_release_holds_no_solution_and_no_hidden_test(assignment_id):
+    text = LAYOUT.release_notebook(assignment_id).read_text(encoding="utf-8")
+    for marker in MARKERS:
+        assert marker not in text, f"release/{assignment_id} contains {marker!r}"
+    notebook = source(assignment_id)
+    for cell in notebook.cells:
+        meta = nbgrader_meta(cell)
+        if meta.get("solution") or (meta.get("grade") and "### BEGIN HIDDEN TESTS" in cell.source):
+            secret = _secret_lines(cell.source)
+            leaked = [line for line in secret if line in text]
+            assert not leaked, f"release/{assignment_id} reveals {meta['grade_id']}: {leaked[:3]}"
+
+
+def _secret_lines(cell_source: str) -> list[str]:
+    """Distinctive lines inside solution or hidden-test regions."""
+    lines, inside = [], False
+    for line in cell_source.splitlines():
+        if "### BEGIN SOLUTION" in line or "### BEGIN HIDDEN TESTS" in line:
+            inside = True
+        elif "### END SOLUTION" in line or "### END HIDDEN TESTS" in line:
+            inside = False
+        elif inside and len(line.strip()) > 25:
+            lines.append(line.strip())
+    return lines
+
+
+def test_course_package_reveals_no_solution_or_hidden_test():
+    shipped = "\n".join(path.read_text(encoding="utf-8") for path in (LAYOUT.root / "course").rglob("*.py"))
+    for assignment_id in PRESENT:
+        for cell in source(assignment_id).cells:
+            leaked = [line for line in _secret_lines(cell.source) if line in shipped]
+            assert not leaked, f"course/ reveals {nbgrader_meta(cell).get('grade_id')}: {leaked[:3]}"
+
+
+def test_release_is_in_sync_with_source():
+    problems = release.drift(LAYOUT)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("assignment_id", PRESENT)
+def test_nbgrader_validate_invert_the_student_version_fails_its_tests(assignment_id, tmp_path):
+    """`nbgrader validate --invert` succeeds only when every test cell fails on the blank release."""
+    bin_dir = Path(sys.executable).parent
+    done = subprocess.run([str(bin_dir / "nbgrader"), "validate", "--invert", str(LAYOUT.release_notebook(assignment_id))],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path),
+                               "JUPYTER_PATH": str(bin_dir.parent / "share" / "jupyter")})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Success! The notebook does not pass any tests." in done.stdout, done.stdout[-2000:]
