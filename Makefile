@@ -29,7 +29,7 @@ run: $(STAMP)
 test: $(STAMP)
 	rm -rf build/prepared/$(PROFILE)
 	$(BIN)/course prepare --profile $(PROFILE) --out build/prepared/$(PROFILE)
-	$(BIN)/pytest tests build/prepared/$(PROFILE) --nbval-lax -p no:cacheprovider
+	$(BIN)/pytest tests build/prepared/$(PROFILE) --nbval-lax -p no:cacheprovider -n 2 --dist loadfile
 
 # On the self-hosted GPU runner: the [gpu] extra, then every notebook under the gpu profile,
 # where GPU-only cells are hard checks instead of printed skips.

@@ -79,7 +79,8 @@ def test_grades_csv_has_the_columns_and_a_row_per_student(graded):
 
 def test_feedback_has_no_hidden_test(graded):
     feedback = graded["out"] / "feedback"
-    pages = {path.stem: path.read_text(encoding="utf-8") for path in feedback.glob("*.html")}
+    pages = {path.stem: notebooks.squashed_text(path.read_text(encoding="utf-8")) for path in feedback.glob("*.html")}
     assert {"solution", "blank", "slowpoke"} <= set(pages)
     for page in pages.values():
-        assert "double(-7)" not in page and "HIDDEN TESTS" not in page
+        assert "double(2)==4" in page, "the visible test should be in the feedback"
+        assert "double(-7)" not in page and "HIDDENTESTS" not in page

@@ -1,0 +1,36 @@
+"""Every written assignment through the real grading pipeline (nbgrader + the course's preprocessors):
+the solutions typed into the release get full marks, the untouched release gets zero, and the
+feedback shows no hidden test. TensorFlow's log lines must not cost the solution a single point."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autograder import demo, release
+from autograder.grade import grade_class
+from course.layout import Layout
+from tests import notebooks
+from tests.test_notebooks import _secret_lines, source
+
+LAYOUT = Layout(Path(__file__).resolve().parent.parent)
+
+
+@pytest.mark.grading
+@pytest.mark.parametrize("assignment_id", release.present(LAYOUT))
+def test_solution_full_marks_blank_zero_feedback_without_hidden_tests(assignment_id, tmp_path):
+    demo.write_class(LAYOUT.source_notebook(assignment_id), LAYOUT.release_notebook(assignment_id), tmp_path / "class")
+    result = grade_class(assignment_id, LAYOUT.source / assignment_id, tmp_path / "class", tmp_path / "out")
+    rows = {row.student_id: row for row in result.rows}
+    solution, blank = rows["solution"], rows["blank"]
+    lost = {cell: score for cell, score in solution.cells.items() if score == 0}
+    assert solution.status == "graded" and solution.score == solution.max_score == result.max_score > 0, \
+        f"solution: {solution.status} {solution.score}/{solution.max_score} {solution.reason}; zero in {lost}"
+    assert blank.status == "graded" and blank.score == 0, f"blank release scored {blank.score}: {blank.cells}"
+    hidden = [line for cell in source(assignment_id).cells if "### BEGIN HIDDEN TESTS" in cell.source
+              for line in _secret_lines(cell.source)]
+    for row in (solution, blank):
+        page = notebooks.squashed_text(row.feedback.read_text(encoding="utf-8"))
+        leaked = [line for line in hidden if notebooks.squash(line) in page]
+        assert not leaked, f"feedback of {row.student_id} shows hidden tests: {leaked[:2]}"
