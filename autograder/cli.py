@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from course import syllabus
 from course.layout import CourseRootNotFound, Layout
+from autograder.grade import GradingError
 
 
 def _grade(args) -> int:
     from autograder import export, report
-    from autograder.grade import GradingError, grade_class
+    from autograder.grade import Options, grade_class
 
     layout = Layout.find()
     syllabus.get(args.assignment)
     out = Path(args.out) if args.out else layout.build / "grading" / args.assignment
-    result = grade_class(args.assignment, layout.source / args.assignment, Path(args.submissions), out,
-                         profile=args.profile, cell_timeout=args.timeout)
+    submissions = Path(args.submissions).resolve()
+    if out.resolve() == submissions or submissions in out.resolve().parents:
+        raise GradingError(f"--out {out} is inside the submissions folder, which grading never writes to")
+    options = Options(profile=args.profile, workers=args.workers, timeout=args.timeout,
+                      memory_limit_gb=args.memory_limit, force=args.force)
+    result = grade_class(args.assignment, layout.source / args.assignment, submissions, out, options=options)
     csv_path = export.write_csv(result)
     html_path = report.write_html(result)
     print("\n".join(report.summary_lines(result)))
@@ -63,6 +69,18 @@ def _course_run(args) -> int:
     return 0 if course_run.ok(lines) else 1
 
 
+def _positive(kind):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number")
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return value
+    return parse
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="autograder", description=__doc__)
     commands = top.add_subparsers(dest="command", required=True)
@@ -72,7 +90,13 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--submissions", required=True, help="folder of <student_id>/<notebook>.ipynb or <student_id>.zip")
     grade.add_argument("--out", help="output folder (default build/grading/<assignment>)")
     grade.add_argument("--profile", default="grade", choices=syllabus.PROFILES, help="profile injected (default grade)")
-    grade.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
+    grade.add_argument("--workers", type=_positive(int), default=os.cpu_count() or 1,
+                       help="submissions graded at once (default: the number of cores)")
+    grade.add_argument("--timeout", type=_positive(float), default=600.0,
+                       help="wall-clock seconds per notebook (default 600)")
+    grade.add_argument("--memory-limit", type=_positive(float), default=6.0, metavar="GB",
+                       help="resident memory of a notebook's kernel, in GB (default 6)")
+    grade.add_argument("--force", action="store_true", help="re-grade submissions already graded with the same content")
     grade.set_defaults(run=_grade)
 
     rel = commands.add_parser("release", help="generate release/ from source/ with nbgrader")
@@ -96,16 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except (syllabus.UnknownAssignmentError, syllabus.UnknownProfileError, CourseRootNotFound,
-            NotADirectoryError) as error:
+            NotADirectoryError, GradingError) as error:
         print(f"autograder: {error}", file=sys.stderr)
         return 2
-    except Exception as error:
-        from autograder.grade import GradingError
-
-        if isinstance(error, GradingError):
-            print(f"autograder: {error}", file=sys.stderr)
-            return 2
-        raise
 
 
 if __name__ == "__main__":

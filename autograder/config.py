@@ -3,16 +3,17 @@
 
 It extends nbgrader's own pipelines through their configurable preprocessor lists:
 - Autograde: `InjectProfile` before `Execute`; `FilterLogNoise` in place of `IgnorePattern`;
+  `LimitOutputSize` after `LimitOutput`;
 - GenerateFeedback: `HideHiddenTests` after `GetGrades`.
 """
 
 from __future__ import annotations
 
 from nbgrader.converters import Autograde, GenerateFeedback
-from nbgrader.preprocessors import Execute, IgnorePattern
+from nbgrader.preprocessors import Execute, IgnorePattern, LimitOutput
 from traitlets.config import Config
 
-from autograder.preprocessors import FilterLogNoise, HideHiddenTests, InjectProfile
+from autograder.preprocessors import FilterLogNoise, HideHiddenTests, InjectProfile, LimitOutputSize
 
 COURSE_ID = "tf-internals"
 CELL_TIMEOUT = 600
@@ -27,6 +28,7 @@ def autograde_preprocessors() -> list:
     if FilterLogNoise not in steps:
         steps.insert(steps.index(Execute) + 1, FilterLogNoise)
     steps.insert(steps.index(Execute), InjectProfile)
+    steps.insert(steps.index(LimitOutput) + 1, LimitOutputSize)
     return steps
 
 

@@ -17,7 +17,9 @@ import nbformat
 from course import runner, syllabus
 from course.layout import Layout
 from autograder import demo, export, release, report
-from autograder.grade import grade_class
+import os
+
+from autograder.grade import Options, grade_class
 
 
 @dataclass
@@ -66,7 +68,8 @@ def _grade_demo(layout: Layout, assignment_id: str, line: Line) -> None:
         line.problems.append("no release notebook to grade: run `make release`")
         return
     demo.write_class(layout.source_notebook(assignment_id), layout.release_notebook(assignment_id), out / "submissions")
-    graded = grade_class(assignment_id, layout.source / assignment_id, out / "submissions", out / "grading")
+    graded = grade_class(assignment_id, layout.source / assignment_id, out / "submissions", out / "grading",
+                         options=Options(workers=min(2, os.cpu_count() or 1), force=True))
     export.write_csv(graded)
     report.write_html(graded)
     rows = {row.student_id: row for row in graded.rows}

@@ -1,28 +1,45 @@
-"""Grade a class: intake, nbgrader's autograde per student, grades and feedback, one row each.
+"""Grade a class: intake, then nbgrader's autograde for each student in a bounded worker process.
 
-    summary = grade.grade_class("00_gpu_setup", Path("submissions"), Path("build/grading/00_gpu_setup"))
+    result = grade_class("00_gpu_setup", Path("source/00_gpu_setup"), Path("downloads"),
+                         Path("build/grading/00_gpu_setup"), options=Options(workers=2))
 
-Every student gets a row whatever they submitted. The run is one function of (assignment source,
-submissions, options) and writes only under `out`.
+Every student gets a row whatever they submitted. The run writes only under `out`:
+- `course-<k>/`   one private nbgrader course directory per worker (source, gradebook, autograded)
+- `jobs/`         each submission's notebook as the worker reads it, and the worker's result
+- `rows/`         finished rows keyed by content hash: a re-run skips them unless `force`
+- `feedback/`     one HTML per student, without hidden tests
+Workers never share a gradebook, so a parallel run gives exactly the rows of a serial one.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
+import concurrent.futures
+import hashlib
+import json
+import os
+import queue
 import shutil
-import time
-from dataclasses import dataclass, field
+import sys
+import threading
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import nbformat
-from nbgrader.api import Gradebook, MissingEntry
 
-from autograder import intake
+from autograder import __version__, bounds, intake, tamper
 from autograder.workspace import Workspace
 
 STATUSES = ("graded", "timeout", "error", "invalid", "flagged")
-TIMEOUT_ERRORS = ("CellTimeoutError", "TimeoutError")
+
+
+@dataclass
+class Options:
+    profile: str = "grade"
+    workers: int = 1
+    timeout: float = 600.0          # seconds per notebook, wall clock
+    memory_limit_gb: float = 6.0    # resident memory of the worker and its kernel
+    force: bool = False             # re-grade submissions already graded with the same content
 
 
 @dataclass
@@ -36,6 +53,19 @@ class Row:
     seconds: float = 0.0
     cells: dict[str, float] = field(default_factory=dict)
     feedback: Path | None = None
+    notes: list[str] = field(default_factory=list)
+    reused: bool = False
+
+    def as_json(self) -> dict:
+        data = asdict(self)
+        data["feedback"] = str(self.feedback) if self.feedback else None
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Row":
+        data = dict(data)
+        data["feedback"] = Path(data["feedback"]) if data.get("feedback") else None
+        return cls(**data)
 
 
 @dataclass
@@ -55,89 +85,6 @@ class GradingError(RuntimeError):
     """Grading could not run at all (as opposed to a student's notebook failing)."""
 
 
-def grade_cell_ids(notebook) -> list[str]:
-    return [cell.metadata["nbgrader"]["grade_id"] for cell in notebook.cells
-            if cell.metadata.get("nbgrader", {}).get("grade")]
-
-
-@contextlib.contextmanager
-def captured_errors(records: list[str]):
-    """Collect the ERROR lines nbgrader logs while grading one student."""
-    handler = logging.Handler(level=logging.ERROR)
-    handler.emit = lambda record: records.append(record.getMessage())  # type: ignore[method-assign]
-    loggers = [logging.getLogger(name) for name in ("traitlets", "nbgrader")]
-    for logger in loggers:
-        logger.addHandler(handler)
-    try:
-        yield
-    finally:
-        for logger in loggers:
-            logger.removeHandler(handler)
-
-
-def _first_problem(records: list[str]) -> str:
-    for record in records:
-        text = record.strip()
-        if text and "Please see the error log" not in text and "There was an error processing" not in text:
-            return text.splitlines()[-1][:300]
-    return records[0].strip().splitlines()[-1][:300] if records else "nbgrader failed without a message"
-
-
-def _timed_out(autograded: Path) -> bool:
-    if not autograded.exists():
-        return False
-    notebook = nbformat.read(autograded, as_version=4)
-    return any(output.get("output_type") == "error" and output.get("ename") in TIMEOUT_ERRORS
-               for cell in notebook.cells for output in cell.get("outputs", []))
-
-
-def grade_one(workspace: Workspace, submission: intake.Submission, notebook_name: str) -> Row:
-    row = Row(submission.student_id, workspace.assignment_id)
-    if not submission.ok:
-        row.status, row.reason = "invalid", submission.problem
-        return row
-    start = time.perf_counter()
-    target = workspace.submitted_dir(submission.student_id)
-    if target.exists():
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
-    (target / notebook_name).write_bytes(submission.notebook_bytes)
-    errors: list[str] = []
-    try:
-        with captured_errors(errors):
-            workspace.autograde(submission.student_id)
-    except Exception as failure:  # nbgrader raises NbGraderException and, for broken cells, others
-        row.status = "error"
-        row.reason = _first_problem(errors) if errors else f"{type(failure).__name__}: {failure}"
-    row.seconds = round(time.perf_counter() - start, 2)
-    _read_scores(workspace, Path(notebook_name).stem, row)
-    if row.status == "graded" and _timed_out(workspace.autograded_dir(row.student_id) / notebook_name):
-        row.status, row.reason = "timeout", "a cell ran longer than the time limit"
-    if row.status in ("graded", "timeout"):
-        row.feedback = _feedback(workspace, row.student_id)
-    return row
-
-
-def _read_scores(workspace: Workspace, notebook_id: str, row: Row) -> None:
-    with Gradebook(workspace.db_url) as gradebook:
-        try:
-            notebook = gradebook.find_submission_notebook(notebook_id, workspace.assignment_id, row.student_id)
-        except MissingEntry:
-            return
-        row.score = float(notebook.score or 0.0)
-        row.max_score = float(notebook.max_score or 0.0)
-        row.cells = {grade.name: float(grade.score or 0.0) for grade in notebook.grades}
-
-
-def _feedback(workspace: Workspace, student_id: str) -> Path | None:
-    try:
-        workspace.generate_feedback(student_id)
-    except Exception:
-        return None
-    produced = sorted(workspace.feedback_dir(student_id).glob("*.html"))
-    return produced[0] if produced else None
-
-
 def source_notebook(assignment_id: str, source_dir: Path) -> Path:
     """`<assignment>.ipynb` as the course names it, or the assignment's only notebook."""
     named = source_dir / f"{assignment_id}.ipynb"
@@ -150,28 +97,154 @@ def source_notebook(assignment_id: str, source_dir: Path) -> Path:
     return found[0]
 
 
+def grade_cell_ids(notebook) -> list[str]:
+    return [cell.metadata["nbgrader"]["grade_id"] for cell in notebook.cells
+            if cell.metadata.get("nbgrader", {}).get("grade")]
+
+
+def safe_id(student_id: str) -> str:
+    """The name a student has inside nbgrader's folders: ids may hold spaces, accents or glob characters."""
+    return "s" + hashlib.sha256(student_id.encode("utf-8")).hexdigest()[:16]
+
+
+class _Cache:
+    """Finished rows under `out/rows/`, valid for one content hash of (submission, source, options)."""
+
+    def __init__(self, folder: Path, source_bytes: bytes, options: Options):
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self.salt = hashlib.sha256(source_bytes + json.dumps(
+            [__version__, options.profile, options.timeout, options.memory_limit_gb]).encode()).hexdigest()
+
+    def key(self, submission: intake.Submission) -> str:
+        return hashlib.sha256((self.salt + submission.content_hash).encode()).hexdigest()
+
+    def get(self, submission: intake.Submission) -> Row | None:
+        path = self.folder / f"{safe_id(submission.student_id)}.json"
+        if not path.exists():
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("key") != self.key(submission):
+            return None
+        row = Row.from_json(data["row"])
+        if row.feedback and not row.feedback.exists():
+            return None
+        row.reused = True
+        return row
+
+    def put(self, submission: intake.Submission, row: Row) -> None:
+        path = self.folder / f"{safe_id(submission.student_id)}.json"
+        path.write_text(json.dumps({"key": self.key(submission), "row": row.as_json()}), encoding="utf-8")
+
+
+def _workspaces(out: Path, assignment_id: str, source_dir: Path, options: Options) -> list[Workspace]:
+    first = Workspace(out / "course-0", assignment_id, profile=options.profile, cell_timeout=int(options.timeout))
+    if first.root.exists():
+        shutil.rmtree(first.root)
+    first.create(source_dir)
+    spaces = [first]
+    for number in range(1, options.workers):
+        root = out / f"course-{number}"
+        if root.exists():
+            shutil.rmtree(root)
+        shutil.copytree(first.root, root)
+        spaces.append(Workspace(root, assignment_id, profile=options.profile, cell_timeout=int(options.timeout)))
+    return spaces
+
+
+def _run_worker(workspace: Workspace, submission: intake.Submission, notebook_name: str, jobs: Path,
+                options: Options) -> Row:
+    row = Row(submission.student_id, workspace.assignment_id)
+    student = safe_id(submission.student_id)
+    job_dir = jobs / student
+    if job_dir.exists():
+        shutil.rmtree(job_dir)
+    job_dir.mkdir(parents=True)
+    notebook_file = job_dir / notebook_name
+    notebook_file.write_bytes(submission.notebook_bytes)
+    job = {"workspace": str(workspace.root), "assignment": workspace.assignment_id, "student": student,
+           "notebook_name": notebook_name, "notebook_file": str(notebook_file), "profile": options.profile,
+           "cell_timeout": int(options.timeout)}
+    job_path = job_dir / "job.json"
+    job_path.write_text(json.dumps(job), encoding="utf-8")
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    outcome = bounds.run_bounded([sys.executable, "-m", "autograder.worker", str(job_path)],
+                                 timeout=options.timeout + 30, memory_bytes=int(options.memory_limit_gb * 2**30),
+                                 env=env, cwd=str(job_dir), stderr_path=str(job_dir / "worker.log"))
+    row.seconds = round(outcome.seconds, 2)
+    result_path = job_path.with_suffix(".result.json")
+    if outcome.memory_exceeded:
+        row.status, row.reason = "error", (f"memory limit exceeded: more than {options.memory_limit_gb:g} GB "
+                                           "resident in the notebook's kernel")
+    elif outcome.timed_out:
+        row.status, row.reason = "timeout", f"the notebook ran longer than {options.timeout:g} s"
+    elif not result_path.exists():
+        last = outcome.stderr_tail.strip().splitlines()[-1:] or [f"exit code {outcome.returncode}"]
+        row.status, row.reason = "error", f"grading crashed: {last[0][:300]}"
+    else:
+        result = json.loads(result_path.read_text(encoding="utf-8"))
+        row.status, row.reason = result["status"], result["reason"]
+        row.score, row.max_score, row.cells = result["score"], result["max_score"], result["cells"]
+        row.feedback = Path(result["feedback"]) if result["feedback"] else None
+    if row.status in ("timeout", "error"):
+        row.score, row.cells = 0.0, {}
+    return row
+
+
 def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Path, *,
-                profile: str = "grade", cell_timeout: int = 600) -> ClassResult:
+                options: Options | None = None, progress: Callable[[str], None] = print) -> ClassResult:
+    options = options or Options()
+    if options.workers < 1 or options.timeout <= 0 or options.memory_limit_gb <= 0:
+        raise GradingError("workers, timeout and memory limit must be positive")
     notebook_path = source_notebook(assignment_id, source_dir)
     students = intake.read_class(submissions, notebook_path.name)
     out.mkdir(parents=True, exist_ok=True)
-    workspace = Workspace(out / "course", assignment_id, profile=profile, cell_timeout=cell_timeout)
-    workspace.create(source_dir)
-    source = nbformat.read(notebook_path, as_version=4)
-    cell_ids = grade_cell_ids(source)
-    max_score = sum(float(cell.metadata["nbgrader"].get("points", 0)) for cell in source.cells
+    source_nb = nbformat.read(notebook_path, as_version=4)
+    cell_ids = grade_cell_ids(source_nb)
+    max_score = sum(float(cell.metadata["nbgrader"].get("points", 0)) for cell in source_nb.cells
                     if cell.metadata.get("nbgrader", {}).get("grade"))
-    rows = []
+    spaces = _workspaces(out, assignment_id, source_dir, options)
+    release_nb = nbformat.read(spaces[0].release_dir() / notebook_path.name, as_version=4)
+    cache = _Cache(out / "rows", notebook_path.read_bytes(), options)
     feedback_out = out / "feedback"
     feedback_out.mkdir(exist_ok=True)
-    for number, submission in enumerate(students, start=1):
-        row = grade_one(workspace, submission, notebook_path.name)
+    free: queue.Queue[Workspace] = queue.Queue()
+    for space in spaces:
+        free.put(space)
+    done_count, lock = [0], threading.Lock()
+
+    def finish(row: Row) -> Row:
         row.max_score = row.max_score or max_score
-        if row.feedback:
-            copied = feedback_out / f"{row.student_id}.html"
+        with lock:
+            done_count[0] += 1
+            progress(f"[{done_count[0]}/{len(students)}] {row.student_id}: {row.status} {row.score:g}/{row.max_score:g}"
+                     + (" (unchanged, not re-graded)" if row.reused else f" in {row.seconds:g} s")
+                     + (f" - {row.reason}" if row.reason else ""))
+        return row
+
+    def grade_submission(submission: intake.Submission) -> Row:
+        if not submission.ok:
+            return finish(Row(submission.student_id, assignment_id, max_score=max_score, status="invalid",
+                              reason=submission.problem))
+        cached = None if options.force else cache.get(submission)
+        if cached:
+            return finish(cached)
+        findings = tamper.scan(intake.as_notebook(submission), release_nb)
+        space = free.get()
+        try:
+            row = _run_worker(space, submission, notebook_path.name, out / "jobs", options)
+        finally:
+            free.put(space)
+        row.notes = findings.notes
+        if findings.flagged and row.status == "graded":
+            row.status, row.reason = "flagged", findings.reason()
+        if row.feedback and row.feedback.exists():
+            copied = feedback_out / f"{submission.student_id}.html"
             shutil.copyfile(row.feedback, copied)
             row.feedback = copied
-        rows.append(row)
-        print(f"[{number}/{len(students)}] {row.student_id}: {row.status} {row.score:g}/{row.max_score:g}"
-              + (f" ({row.reason})" if row.reason else ""), flush=True)
-    return ClassResult(assignment_id, rows, cell_ids, max_score, out)
+        cache.put(submission, row)
+        return finish(row)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=options.workers) as pool:
+        rows = list(pool.map(grade_submission, students))
+    return ClassResult(assignment_id, sorted(rows, key=lambda row: row.student_id), cell_ids, max_score, out)

@@ -13,6 +13,7 @@ import nbformat
 import pytest
 
 from autograder import cli as autograder_cli
+from autograder.grade import Options
 from course import cli as course_cli
 from tests import notebooks
 
@@ -29,9 +30,9 @@ def _env(**extra):
 def test_grade_maps_arguments_to_the_library(monkeypatch, tmp_path):
     seen = {}
 
-    def fake_grade_class(assignment, source_dir, submissions, out, *, profile, cell_timeout):
+    def fake_grade_class(assignment, source_dir, submissions, out, *, options):
         seen.update(assignment=assignment, source_dir=source_dir, submissions=submissions, out=out,
-                    profile=profile, cell_timeout=cell_timeout)
+                    options=options)
         from autograder.grade import ClassResult
         return ClassResult(assignment, [], [], 0.0, out)
 
@@ -39,10 +40,25 @@ def test_grade_maps_arguments_to_the_library(monkeypatch, tmp_path):
     monkeypatch.setattr(autograder.grade, "grade_class", fake_grade_class)
     monkeypatch.setenv("COURSE_ROOT", str(tmp_path))
     code = autograder_cli.main(["grade", "00_gpu_setup", "--submissions", "subs", "--out", str(tmp_path / "o"),
-                                "--profile", "ci", "--timeout", "42"])
+                                "--profile", "ci", "--timeout", "42", "--workers", "3", "--memory-limit", "1.5",
+                                "--force"])
     assert code == 0
     assert seen == {"assignment": "00_gpu_setup", "source_dir": tmp_path / "source" / "00_gpu_setup",
-                    "submissions": Path("subs"), "out": tmp_path / "o", "profile": "ci", "cell_timeout": 42}
+                    "submissions": Path("subs").resolve(), "out": tmp_path / "o",
+                    "options": Options(profile="ci", workers=3, timeout=42.0, memory_limit_gb=1.5, force=True)}
+
+
+def test_defaults_are_the_documented_ones(monkeypatch, tmp_path):
+    args = autograder_cli.parser().parse_args(["grade", "00_gpu_setup", "--submissions", "s"])
+    assert (args.workers, args.timeout, args.memory_limit, args.profile, args.force) == \
+        (os.cpu_count(), 600.0, 6.0, "grade", False)
+
+
+@pytest.mark.parametrize("flag, value", [("--workers", "0"), ("--timeout", "-1"), ("--memory-limit", "lots")])
+def test_unusable_options_are_refused(flag, value, capsys):
+    with pytest.raises(SystemExit) as stop:
+        autograder_cli.parser().parse_args(["grade", "00_gpu_setup", "--submissions", "s", flag, value])
+    assert stop.value.code == 2
 
 
 def test_unknown_assignment_exits_2_with_a_message(monkeypatch, tmp_path, capsys):

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from autograder import demo, export
-from autograder.grade import grade_class
+from autograder.grade import Options, grade_class
 from tests import notebooks
 
 ASSIGNMENT = "00_gpu_setup"  # a syllabus id, so the grade profile is injected
@@ -38,7 +38,7 @@ def graded(tmp_path_factory):
     (submissions / "broken").mkdir()
     (submissions / "broken" / f"{ASSIGNMENT}.ipynb").write_text('{"cells": [', encoding="utf-8")
     before = {p: p.read_bytes() for p in submissions.rglob("*") if p.is_file()}
-    result = grade_class(ASSIGNMENT, source, submissions, root / "out", cell_timeout=60)
+    result = grade_class(ASSIGNMENT, source, submissions, root / "out", options=Options(timeout=120, workers=2))
     export.write_csv(result)
     after = {p: p.read_bytes() for p in submissions.rglob("*") if p.is_file()}
     return {"result": result, "rows": {row.student_id: row for row in result.rows},

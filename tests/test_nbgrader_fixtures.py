@@ -2,7 +2,7 @@
 
 The fixtures are nbgrader's (tests/fixtures/nbgrader, BSD-3-Clause), used by its test
 `test_showtraceback_exploit`; with submitted-unchanged.ipynb as the source of ps1/p1 nbgrader grades
-them 1, 2, 1 and 1 out of 7.
+them 1, 2, 1 and 1 out of 7. The two cheat attempts must also be flagged by the tamper scan.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from autograder.grade import grade_class
+from autograder.grade import Options, grade_class
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nbgrader"
 EXPECTED = {"unchanged": 1, "changed": 2, "cheat-attempt": 1, "cheat-attempt-alternative": 1}
@@ -24,6 +24,12 @@ def test_scores_match_nbgrader(tmp_path):
     for student in EXPECTED:
         (submissions / student).mkdir(parents=True)
         shutil.copyfile(FIXTURES / f"submitted-{student}.ipynb", submissions / student / "p1.ipynb")
-    result = grade_class("ps1", source, submissions, tmp_path / "out", cell_timeout=60)
-    scores = {row.student_id: (row.score, row.max_score, row.status) for row in result.rows}
-    assert scores == {student: (points, 7, "graded") for student, points in EXPECTED.items()}
+    result = grade_class("ps1", source, submissions, tmp_path / "out", options=Options(timeout=120, workers=2))
+    scores = {row.student_id: (row.score, row.max_score) for row in result.rows}
+    assert scores == {student: (points, 7) for student, points in EXPECTED.items()}
+    statuses = {row.student_id: row.status for row in result.rows}
+    # the cheat attempts patch IPython's showtraceback: same score as nbgrader gives, and flagged
+    assert statuses == {"unchanged": "graded", "changed": "graded",
+                        "cheat-attempt": "flagged", "cheat-attempt-alternative": "flagged"}
+    flagged = {row.student_id: row.reason for row in result.rows if row.status == "flagged"}
+    assert all("showtraceback" in reason for reason in flagged.values()), flagged

@@ -3,5 +3,6 @@
 from .filter_log_noise import FilterLogNoise
 from .hide_hidden_tests import HideHiddenTests
 from .inject_profile import InjectProfile
+from .limit_output_size import LimitOutputSize
 
-__all__ = ["FilterLogNoise", "HideHiddenTests", "InjectProfile"]
+__all__ = ["FilterLogNoise", "HideHiddenTests", "InjectProfile", "LimitOutputSize"]

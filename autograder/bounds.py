@@ -1,0 +1,88 @@
+"""Run a command under a wall-clock and a memory bound, and kill its whole process tree.
+
+The grading worker starts a Jupyter kernel in a new session (jupyter_client does), so a process
+group kill would miss it: the watchdog walks the tree with psutil and sums the resident memory of
+the worker and every descendant (the kernel, anything the student started). Address-space limits
+(RLIMIT_AS) are no use for TensorFlow, which maps far more than it touches.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import dataclass
+
+import psutil
+
+POLL_SECONDS = 0.25
+
+
+@dataclass(frozen=True)
+class Outcome:
+    returncode: int | None
+    seconds: float
+    timed_out: bool = False
+    memory_exceeded: bool = False
+    peak_bytes: int = 0
+    stderr_tail: str = ""
+
+
+def _tree(process: psutil.Process) -> list[psutil.Process]:
+    try:
+        return [process, *process.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _rss(processes: list[psutil.Process]) -> int:
+    total = 0
+    for process in processes:
+        try:
+            total += process.memory_info().rss
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return total
+
+
+def kill_tree(processes: list[psutil.Process]) -> None:
+    for process in processes:
+        try:
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(processes, timeout=5)
+
+
+def run_bounded(command: list[str], *, timeout: float, memory_bytes: int, env: dict | None = None,
+                cwd: str | None = None, stderr_path: str | None = None) -> Outcome:
+    """Run `command`; kill it and its descendants past `timeout` seconds or `memory_bytes` of RSS."""
+    start = time.monotonic()
+    stderr = open(stderr_path, "w+b") if stderr_path else subprocess.DEVNULL
+    try:
+        child = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=stderr,
+                                 stdin=subprocess.DEVNULL, start_new_session=True)
+        root = psutil.Process(child.pid)
+        peak, known = 0, [root]
+        timed_out = memory_exceeded = False
+        while child.poll() is None:
+            known = _tree(root) or known
+            peak = max(peak, _rss(known))
+            if peak > memory_bytes:
+                memory_exceeded = True
+            elif time.monotonic() - start > timeout:
+                timed_out = True
+            if timed_out or memory_exceeded:
+                kill_tree(_tree(root) or known)
+                break
+            time.sleep(POLL_SECONDS)
+        # the worker may exit and leave a kernel behind: nothing of this run outlives it
+        kill_tree([process for process in known[1:] if process.is_running()])
+        returncode = child.wait()
+        tail = ""
+        if stderr_path:
+            stderr.seek(0)
+            tail = stderr.read()[-4000:].decode("utf-8", "replace")
+        return Outcome(returncode, time.monotonic() - start, timed_out, memory_exceeded, peak, tail)
+    finally:
+        if stderr_path:
+            stderr.close()

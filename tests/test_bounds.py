@@ -1,0 +1,39 @@
+"""The watchdog kills a runaway command and everything it started."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import psutil
+
+from autograder.bounds import run_bounded
+
+SPAWN_SLEEPER = ("import subprocess, sys, time\n"
+                 "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True)\n"
+                 "print(child.pid, flush=True)\n"
+                 "open(sys.argv[1], 'w').write(str(child.pid))\n"
+                 "time.sleep(60)\n")
+
+
+def test_timeout_kills_the_whole_tree(tmp_path):
+    pid_file = tmp_path / "pid"
+    outcome = run_bounded([sys.executable, "-c", SPAWN_SLEEPER, str(pid_file)], timeout=1.5, memory_bytes=2**34)
+    assert outcome.timed_out and not outcome.memory_exceeded and outcome.seconds < 10
+    grandchild = int(pid_file.read_text())
+    time.sleep(0.2)
+    assert not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE
+
+
+def test_memory_bound(tmp_path):
+    hog = "import time\nblocks = []\nwhile True:\n    blocks.append(bytearray(50 * 2**20))\n    time.sleep(0.05)\n"
+    outcome = run_bounded([sys.executable, "-c", hog], timeout=60, memory_bytes=300 * 2**20)
+    assert outcome.memory_exceeded and not outcome.timed_out
+    assert outcome.peak_bytes > 300 * 2**20
+
+
+def test_a_quick_command_is_left_alone(tmp_path):
+    outcome = run_bounded([sys.executable, "-c", "import sys; sys.stderr.write('hello'); sys.exit(3)"],
+                          timeout=30, memory_bytes=2**34, stderr_path=str(tmp_path / "err"))
+    assert (outcome.returncode, outcome.timed_out, outcome.memory_exceeded) == (3, False, False)
+    assert outcome.stderr_tail == "hello"
