@@ -18,7 +18,7 @@ venv: $(STAMP)
 $(STAMP): requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r requirements.lock
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation --config-settings editable_mode=compat -e .
 	$(BIN)/python -m pip check
 	$(BIN)/python -m ipykernel install --sys-prefix --name tf-course --display-name "Python 3 (TF course)"
 	@touch $@

@@ -5,7 +5,8 @@ Usage in a notebook (REQUIRE_GPU comes from the parameters cell; the `gpu` profi
     if gpu.available(require=REQUIRE_GPU, why="to time the matmul on the GPU"):
         ...GPU code...
 
-On a machine without a GPU this prints "Skipped (no GPU visible to TensorFlow): ..." and returns
+On a machine without a GPU this prints "Skipped (no GPU visible to TensorFlow): a GPU is needed
+to ..." and returns
 False; with `require=True` it raises `GPURequiredError` instead, so the GPU runner cannot pass by
 skipping.
 """
@@ -35,5 +36,5 @@ def available(*, require: bool, why: str) -> bool:
             f"REQUIRE_GPU is set (gpu profile) but {reason}; needed {why}. "
             "Check `nvidia-smi`, the driver, and `course doctor`."
         )
-    print(f"Skipped ({reason}): this cell runs {why} on a GPU machine.")
+    print(f"Skipped ({reason}): a GPU is needed {why}.")
     return False

@@ -82,3 +82,38 @@ def squash(text: str) -> str:
     import re
 
     return re.sub(r"\s+", "", text)
+
+
+def secret_regions(cell_source: str) -> list[list[str]]:
+    """The lines of each solution or hidden-test region of a cell (stripped, blank lines dropped)."""
+    regions, current = [], None
+    for line in cell_source.splitlines():
+        if "### BEGIN SOLUTION" in line or "### BEGIN HIDDEN TESTS" in line:
+            current = []
+        elif "### END SOLUTION" in line or "### END HIDDEN TESTS" in line:
+            if current:
+                regions.append(current)
+            current = None
+        elif current is not None and line.strip():
+            current.append(line.strip())
+    return regions
+
+
+def secret_chunks(cell_source: str, window: int = 3, shortest: int = 40) -> list[str]:
+    """Whitespace-free runs of `window` consecutive secret lines; a shorter region counts whole if
+    it is at least `shortest` characters. A single generic line (`return result`) is no leak; three
+    lines of an answer in a row are."""
+    chunks = []
+    for region in secret_regions(cell_source):
+        if len(region) < window:
+            joined = squash("".join(region))
+            if len(joined) >= shortest:
+                chunks.append(joined)
+            continue
+        chunks += [squash("".join(region[start:start + window])) for start in range(len(region) - window + 1)]
+    return chunks
+
+
+def leaked(chunks: list[str], text: str, public: str = "") -> list[str]:
+    """Chunks found in `text` (whitespace-free) that are not already public."""
+    return [chunk for chunk in chunks if chunk in text and chunk not in public]

@@ -12,7 +12,7 @@ from autograder import demo, release
 from autograder.grade import Options, grade_class
 from course.layout import Layout
 from tests import notebooks
-from tests.test_notebooks import _secret_lines, source
+from tests.test_notebooks import nbgrader_meta, released, source
 
 LAYOUT = Layout(Path(__file__).resolve().parent.parent)
 
@@ -29,9 +29,11 @@ def test_solution_full_marks_blank_zero_feedback_without_hidden_tests(assignment
     assert solution.status == "graded" and solution.score == solution.max_score == result.max_score > 0, \
         f"solution: {solution.status} {solution.score}/{solution.max_score} {solution.reason}; zero in {lost}"
     assert blank.status == "graded" and blank.score == 0, f"blank release scored {blank.score}: {blank.cells}"
-    hidden = [line for cell in source(assignment_id).cells if "### BEGIN HIDDEN TESTS" in cell.source
-              for line in _secret_lines(cell.source)]
+    hidden = [chunk for cell in source(assignment_id).cells
+              if nbgrader_meta(cell).get("grade") and not nbgrader_meta(cell).get("solution")
+              for chunk in notebooks.secret_chunks(cell.source)]
+    public = notebooks.squash("".join(cell.source for cell in released(assignment_id).cells))
     for row in (solution, blank):
         page = notebooks.squashed_text(row.feedback.read_text(encoding="utf-8"))
-        leaked = [line for line in hidden if notebooks.squash(line) in page]
-        assert not leaked, f"feedback of {row.student_id} shows hidden tests: {leaked[:2]}"
+        found = notebooks.leaked(hidden, page, public)
+        assert not found, f"feedback of {row.student_id} shows hidden tests: {found[:2]}"

@@ -13,6 +13,7 @@ import pytest
 from autograder import release
 from course import kernel, syllabus
 from course.layout import Layout
+from tests import notebooks
 
 LAYOUT = Layout(Path(__file__).resolve().parent.parent)
 PRESENT = release.present(LAYOUT)
@@ -102,34 +103,20 @@ def test_release_holds_no_solution_and_no_hidden_test(assignment_id):
     text = LAYOUT.release_notebook(assignment_id).read_text(encoding="utf-8")
     for marker in MARKERS:
         assert marker not in text, f"release/{assignment_id} contains {marker!r}"
-    notebook = source(assignment_id)
-    for cell in notebook.cells:
-        meta = nbgrader_meta(cell)
-        if meta.get("solution") or (meta.get("grade") and "### BEGIN HIDDEN TESTS" in cell.source):
-            secret = _secret_lines(cell.source)
-            leaked = [line for line in secret if line in text]
-            assert not leaked, f"release/{assignment_id} reveals {meta['grade_id']}: {leaked[:3]}"
-
-
-def _secret_lines(cell_source: str) -> list[str]:
-    """Distinctive lines inside solution or hidden-test regions."""
-    lines, inside = [], False
-    for line in cell_source.splitlines():
-        if "### BEGIN SOLUTION" in line or "### BEGIN HIDDEN TESTS" in line:
-            inside = True
-        elif "### END SOLUTION" in line or "### END HIDDEN TESTS" in line:
-            inside = False
-        elif inside and len(line.strip()) > 25:
-            lines.append(line.strip())
-    return lines
+    public = notebooks.squash("".join(cell.source for cell in released(assignment_id).cells))
+    for cell in source(assignment_id).cells:
+        found = notebooks.leaked(notebooks.secret_chunks(cell.source), public)
+        assert not found, f"release/{assignment_id} reveals {nbgrader_meta(cell).get('grade_id')}: {found[:2]}"
 
 
 def test_course_package_reveals_no_solution_or_hidden_test():
-    shipped = "\n".join(path.read_text(encoding="utf-8") for path in (LAYOUT.root / "course").rglob("*.py"))
+    shipped = notebooks.squash("\n".join(path.read_text(encoding="utf-8")
+                                          for path in (LAYOUT.root / "course").rglob("*.py")))
     for assignment_id in PRESENT:
+        public = notebooks.squash("".join(cell.source for cell in released(assignment_id).cells))
         for cell in source(assignment_id).cells:
-            leaked = [line for line in _secret_lines(cell.source) if line in shipped]
-            assert not leaked, f"course/ reveals {nbgrader_meta(cell).get('grade_id')}: {leaked[:3]}"
+            found = notebooks.leaked(notebooks.secret_chunks(cell.source), shipped, public)
+            assert not found, f"course/ reveals {nbgrader_meta(cell).get('grade_id')}: {found[:2]}"
 
 
 def test_release_is_in_sync_with_source():

@@ -1,0 +1,168 @@
+"""A hostile class through the real CLI: every student gets a row with the right status, honest ones
+get full marks, nothing hidden reaches the feedback, and the submissions folder is left byte-identical."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import demo
+from autograder.workspace import Workspace
+from tests import notebooks
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+ASSIGNMENT = "00_gpu_setup"
+NAME = f"{ASSIGNMENT}.ipynb"
+
+
+def _answer(notebook, code: str):
+    changed = nbformat.from_dict(notebook)
+    for cell in changed.cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = code
+    return changed
+
+
+def _cell(notebook, grade_id: str):
+    return next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    base = tmp_path_factory.mktemp("hostile")
+    course = base / "course"
+    (course / "source" / ASSIGNMENT).mkdir(parents=True)
+    shutil.copyfile(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    nbformat.write(notebooks.tiny_assignment(), course / "source" / ASSIGNMENT / NAME)
+    releaser = Workspace(base / "release-ws", ASSIGNMENT)
+    releaser.create(course / "source" / ASSIGNMENT)
+    released = nbformat.read(releaser.release_dir() / NAME, as_version=4)
+    honest = demo.type_in_solutions(released, nbformat.read(course / "source" / ASSIGNMENT / NAME, as_version=4))
+    good = "def double(value):\n    return value + value\n"
+
+    subs = base / "submissions"
+    subs.mkdir()
+
+    def put(student: str, notebook=None, raw: bytes | None = None, name: str = NAME):
+        folder = subs / student
+        folder.mkdir()
+        if raw is not None:
+            (folder / name).write_bytes(raw)
+        else:
+            nbformat.write(notebook, folder / name)
+
+    put("honest", honest)
+    put("other honest", _answer(released, good))                     # a different correct answer
+    put("Zoë renamed", _answer(released, good), name="00_gpu_setup (1).ipynb")
+    with zipfile.ZipFile(subs / "zipped.zip", "w") as bundle:
+        bundle.writestr(f"zipped/{NAME}", nbformat.writes(_answer(released, good)))
+    with zipfile.ZipFile(subs / "traversal.zip", "w") as bundle:
+        bundle.writestr(f"../../{NAME}", nbformat.writes(honest))
+    put("truncated", raw=nbformat.writes(honest).encode()[:200])
+    put("binary", raw=os.urandom(2048))
+    put("blank", released)
+    edited = nbformat.from_dict(released)
+    _cell(edited, "test_double").source = "assert True"
+    _cell(edited, "test_profile").metadata["nbgrader"]["points"] = 100
+    test_noise = _cell(edited, "test_noise")
+    test_noise.cell_type = "markdown"
+    test_noise.pop("outputs", None)
+    test_noise.pop("execution_count", None)
+    edited.cells = [cell for cell in edited.cells if cell.metadata.get("nbgrader", {}).get("grade_id") != "test_profile"]
+    put("test tamperer", edited)
+    put("hanger", _answer(released, "def double(value):\n    while True:\n        pass\n\ndouble(1)\n"))
+    put("crasher", _answer(released, "import os\nos._exit(1)\n"))
+    put("hog", _answer(released, "blob = bytearray(3 * 2**30)\nfor i in range(0, len(blob), 4096):\n    blob[i] = 1\n"))
+    put("noisy", _answer(released, good + "import warnings\nwarnings.warn('loud')\nprint('x' * 50_000_000)\n"))
+    put("prober", _answer(released, good + "try:\n    print(open('../../../source/00_gpu_setup/00_gpu_setup.ipynb').read())\n"
+                                           "except OSError as error:\n    print(error)\n"))
+    put("patcher", _answer(released, "import builtins\nbuiltins.AssertionError = type('Quiet', (Exception,), {})\n"
+                                    "def double(value):\n    return -1\n"))
+
+    before = {p.relative_to(subs): p.read_bytes() for p in subs.rglob("*") if p.is_file()}
+    done = subprocess.run(
+        [str(BIN / "autograder"), "grade", ASSIGNMENT, "--submissions", str(subs), "--out", str(base / "out"),
+         "--workers", "2", "--timeout", "25", "--memory-limit", "1.5"],
+        cwd=course, capture_output=True, text=True, timeout=900,
+        env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"))
+    after = {p.relative_to(subs): p.read_bytes() for p in subs.rglob("*") if p.is_file()}
+    with (base / "out" / "grades.csv").open(newline="", encoding="utf-8") as handle:
+        rows = {row["student_id"]: row for row in csv.DictReader(handle)}
+    return {"done": done, "rows": rows, "before": before, "after": after, "out": base / "out",
+            "course": course, "subs": subs}
+
+
+EXPECTED = {
+    "honest": ("graded", 6), "other honest": ("graded", 6), "Zoë renamed": ("graded", 6), "zipped": ("graded", 6),
+    "traversal": ("invalid", 0), "truncated": ("invalid", 0), "binary": ("invalid", 0), "blank": ("graded", 0),
+    "test tamperer": ("graded", 0), "hanger": ("timeout", 0), "crasher": ("error", 0), "hog": ("error", 0),
+    "noisy": ("graded", 6), "prober": ("flagged", 6), "patcher": ("flagged", 0),
+}
+
+
+def test_the_run_exits_0_and_every_student_has_a_row(hostile):
+    assert hostile["done"].returncode == 0, hostile["done"].stdout[-3000:] + hostile["done"].stderr[-3000:]
+    assert set(hostile["rows"]) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("student", sorted(EXPECTED))
+def test_status_and_score(hostile, student):
+    row = hostile["rows"][student]
+    status, score = EXPECTED[student]
+    assert (row["status"], float(row["score"])) == (status, score), row
+    assert float(row["max_score"]) == 6, row
+    if status != "graded":
+        assert row["reason"], f"{student}: status {status} without a reason"
+
+
+def test_reasons_say_what_happened(hostile):
+    rows = hostile["rows"]
+    assert "memory" in rows["hog"]["reason"]
+    assert "outside the extraction folder" in rows["traversal"]["reason"]
+    assert "builtins.AssertionError" in rows["patcher"]["reason"]
+    assert "course files" in rows["prober"]["reason"]
+
+
+def test_submissions_folder_is_byte_identical(hostile):
+    assert hostile["before"] == hostile["after"]
+
+
+def test_feedback_is_small_and_hides_hidden_tests(hostile):
+    pages = list((hostile["out"] / "feedback").glob("*.html"))
+    assert len(pages) >= 8
+    for page in pages:
+        if page.stem == "prober":
+            continue  # see test_a_prober_cannot_read_the_source
+        assert page.stat().st_size < 2_000_000, f"{page.name}: {page.stat().st_size} bytes"
+        text = notebooks.squashed_text(page.read_text(encoding="utf-8"))
+        assert "double(-7)" not in text and "HIDDENTESTS" not in text, page.name
+
+
+@pytest.mark.xfail(strict=True, reason="no OS isolation of the kernel yet: it can read the grading workspace "
+                   "(source, gradebook); the tamper scan flags the attempt but cannot stop it")
+def test_a_prober_cannot_read_the_source(hostile):
+    text = notebooks.squashed_text((hostile["out"] / "feedback" / "prober.html").read_text(encoding="utf-8"))
+    assert "double(-7)" not in text
+
+
+def test_a_rerun_skips_unchanged_submissions(hostile):
+    done = subprocess.run(
+        [str(BIN / "autograder"), "grade", ASSIGNMENT, "--submissions", str(hostile["subs"]),
+         "--out", str(hostile["out"]), "--workers", "2", "--timeout", "25", "--memory-limit", "1.5"],
+        cwd=hostile["course"], capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("(unchanged, not re-graded)") == len(EXPECTED) - 3  # the three invalid ones are re-read
+    with (hostile["out"] / "grades.csv").open(newline="", encoding="utf-8") as handle:
+        again = {row["student_id"]: row for row in csv.DictReader(handle)}
+    strip = lambda rows: {k: {f: v for f, v in r.items() if f != "seconds"} for k, r in rows.items()}
+    assert strip(again) == strip(hostile["rows"])
