@@ -11,7 +11,7 @@ PROFILE ?= ci
 export PATH := $(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: run test test-gpu release release-check lab doctor lock conda-lock clean venv
+.PHONY: run test test-gpu release release-check lab doctor lock conda-lock clean venv bench
 
 venv: $(STAMP)
 
@@ -68,3 +68,7 @@ conda-lock:
 
 clean:
 	rm -rf build gradebook.db submitted autograded feedback
+
+# Benchmark, not a test: plain serial nbgrader autograde vs autograder grade --workers 2.
+bench: $(STAMP)
+	$(BIN)/python -m tests.benchmarks.grading --students 6 --workers 2

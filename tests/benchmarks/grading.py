@@ -1,0 +1,88 @@
+"""Benchmark, not a test: plain serial `nbgrader autograde` against `autograder grade --workers N`.
+
+    .venv/bin/python -m tests.benchmarks.grading [--assignment 00_gpu_setup] [--students 6] [--workers 2]
+
+Both grade the same class of correct submissions (the solutions typed into the release) with the
+course's nbgrader configuration; it prints both wall times, the speed-up, and the autograder's time
+per notebook beyond what nbgrader itself needs per notebook. Targets (issue 8): a speed-up of at
+least 1.8 on 2 cores, at most 1.5 s of overhead per notebook.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from autograder import demo
+from autograder.workspace import Workspace
+from course.layout import Layout
+
+BIN = Path(sys.executable).parent
+
+
+def _class(layout: Layout, assignment: str, students: int, folder: Path) -> Path:
+    demo.write_class(layout.source_notebook(assignment), layout.release_notebook(assignment), folder / "demo")
+    solution = folder / "demo" / "solution" / f"{assignment}.ipynb"
+    for number in range(students):
+        target = folder / "class" / f"student{number:02d}"
+        target.mkdir(parents=True)
+        shutil.copyfile(solution, target / solution.name)
+    return folder / "class"
+
+
+def plain_nbgrader(layout: Layout, assignment: str, class_dir: Path, folder: Path) -> float:
+    course = folder / "plain"
+    (course / "source").mkdir(parents=True)
+    shutil.copytree(layout.source / assignment, course / "source" / assignment)
+    shutil.copyfile(layout.root / "nbgrader_config.py", course / "nbgrader_config.py")
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    subprocess.run([str(BIN / "nbgrader"), "generate_assignment", assignment, "--force"], cwd=course, env=env,
+                   check=True, capture_output=True)
+    for student in class_dir.iterdir():
+        target = course / "submitted" / student.name / assignment
+        target.mkdir(parents=True)
+        shutil.copytree(student, target, dirs_exist_ok=True)
+    start = time.perf_counter()
+    subprocess.run([str(BIN / "nbgrader"), "autograde", assignment], cwd=course, env=env, capture_output=True)
+    return time.perf_counter() - start
+
+
+def autograder(layout: Layout, assignment: str, class_dir: Path, folder: Path, workers: int) -> float:
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    start = time.perf_counter()
+    subprocess.run([str(BIN / "autograder"), "grade", assignment, "--submissions", str(class_dir), "--out",
+                    str(folder / "ours"), "--workers", str(workers), "--force"],
+                   cwd=layout.root, env=env, check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--assignment", default="00_gpu_setup")
+    parser.add_argument("--students", type=int, default=6)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    layout = Layout.find()
+    with tempfile.TemporaryDirectory(prefix="bench-grading-") as scratch:
+        folder = Path(scratch)
+        class_dir = _class(layout, args.assignment, args.students, folder)
+        plain = plain_nbgrader(layout, args.assignment, class_dir, folder)
+        ours = autograder(layout, args.assignment, class_dir, folder, args.workers)
+    per_plain = plain / args.students
+    per_ours = ours * args.workers / args.students
+    print(f"{args.students} submissions of {args.assignment}")
+    print(f"plain nbgrader autograde, serial:      {plain:7.1f} s  ({per_plain:.1f} s per notebook)")
+    print(f"autograder grade --workers {args.workers}:          {ours:7.1f} s  ({per_ours:.1f} worker-seconds per notebook)")
+    print(f"speed-up: {plain / ours:.2f}x (target >= 1.8 on 2 cores)")
+    print(f"overhead per notebook: {per_ours - per_plain:+.2f} s (target <= 1.5 s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
