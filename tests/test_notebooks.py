@@ -113,7 +113,8 @@ def test_course_package_reveals_no_solution_or_hidden_test():
     shipped = notebooks.squash("\n".join(path.read_text(encoding="utf-8")
                                           for path in (LAYOUT.root / "course").rglob("*.py")))
     for assignment_id in PRESENT:
-        public = notebooks.squash("".join(cell.source for cell in released(assignment_id).cells))
+        release_exists = LAYOUT.release_notebook(assignment_id).exists()  # a missing release fails elsewhere
+        public = notebooks.squash("".join(cell.source for cell in released(assignment_id).cells)) if release_exists else ""
         for cell in source(assignment_id).cells:
             found = notebooks.leaked(notebooks.secret_chunks(cell.source), shipped, public)
             assert not found, f"course/ reveals {nbgrader_meta(cell).get('grade_id')}: {found[:2]}"
