@@ -12,6 +12,8 @@ Modules, one job each:
 - `timing`      measurements with warm-up, repeats, median and spread
 - `plotting`    small matplotlib helpers so every plot has a title, axes and units
 - `tables`      reference data the notebooks show (tested builds, CUDA architectures, ...)
+- `data`        offline data sets generated or read from installed packages
+- `xla_tools`   XLA plumbing for 04_xla: counting compilations, an auto-clustering subprocess and its dumps
 
 Nothing in this package solves an exercise: it ships to students.
 """
