@@ -16,11 +16,20 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from dataclasses import dataclass, field
 
 COURSE_PATHS = re.compile(r"gradebook|(^|[/\\])source[/\\]|autograded|(^|[/\\])release[/\\]|nbgrader_config"
                           r"|site-packages[/\\](course|autograder|nbgrader)", re.I)
 PATCH_CALLS = {"setattr", "delattr"}
+# CPython 3.11's ast.parse is not safe to run in several threads at once ("AST constructor
+# recursion depth mismatch"); the driver scans from its worker threads.
+_PARSE_LOCK = threading.Lock()
+
+
+def _parse(code: str) -> ast.AST:
+    with _PARSE_LOCK:
+        return ast.parse(_strip_magics(code))
 
 
 @dataclass
@@ -55,7 +64,7 @@ def _root_name(node: ast.AST) -> str | None:
 def scan_code(code: str, imported: set[str] | None = None) -> list[str]:
     """Problems in one cell's code. `imported` adds module names imported in earlier cells."""
     try:
-        tree = ast.parse(_strip_magics(code))
+        tree = _parse(code)
     except SyntaxError:
         return []  # it will fail when it runs; not a tamper
     modules = _imported_names(tree) | (imported or set())
@@ -94,7 +103,7 @@ def scan(submitted, release) -> Findings:
         seen.add(grade_id)
         if cell.cell_type == "code":
             try:
-                imported |= _imported_names(ast.parse(_strip_magics(cell.source)))
+                imported |= _imported_names(_parse(cell.source))
             except SyntaxError:
                 pass
         original = release_cells.get(grade_id)
