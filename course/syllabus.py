@@ -103,9 +103,9 @@ ASSIGNMENTS: tuple[Assignment, ...] = (
         teaches="WordPiece, MLM and NSP, a tiny BERT pretrained and fine-tuned offline",
         profiles={
             "ci": {"PRETRAIN_PAIRS": 256, "PRETRAIN_EPOCHS": 2, "TASK_TRAIN_SIZE": 1600,
-                   "TASK_TEST_SIZE": 300, "FINE_TUNE_EPOCHS": 4},
+                   "TASK_TEST_SIZE": 300, "FINE_TUNE_EPOCHS": 6},
             "grade": {"PRETRAIN_PAIRS": 256, "PRETRAIN_EPOCHS": 2, "TASK_TRAIN_SIZE": 1600,
-                      "TASK_TEST_SIZE": 300, "FINE_TUNE_EPOCHS": 4, "SEED": 0},
+                      "TASK_TEST_SIZE": 300, "FINE_TUNE_EPOCHS": 6, "SEED": 0},
             "gpu": {"NUM_LAYERS": 4, "NUM_HEADS": 4, "HIDDEN_DIM": 128, "INTERMEDIATE_DIM": 512,
                     "PRETRAIN_PAIRS": 8192, "PRETRAIN_EPOCHS": 10, "TASK_TRAIN_SIZE": 4000,
                     "FINE_TUNE_EPOCHS": 8, "FINE_TUNE_LEARNING_RATE": 5e-4, "REQUIRE_GPU": True},
