@@ -20,7 +20,7 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation --config-settings editable_mode=compat -e .
 	$(BIN)/python -m pip check
-	$(BIN)/python -m ipykernel install --sys-prefix --name tf-course --display-name "Python 3 (TF course)"
+	$(BIN)/python -c "from course import kernel; kernel.install()"
 	@touch $@
 
 run: $(STAMP)

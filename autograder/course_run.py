@@ -9,16 +9,15 @@ summary table on the terminal. Assignments not written yet are listed as missing
 from __future__ import annotations
 
 import html
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
-from course import runner, syllabus
+from course import runner
 from course.layout import Layout
 from autograder import demo, export, release, report
-import os
-
 from autograder.grade import Options, grade_class
 
 
@@ -113,7 +112,3 @@ the solutions typed into the release (must get full marks) and the untouched rel
 
 def ok(lines: list[Line]) -> bool:
     return all(line.status in ("ok", "missing") for line in lines) and any(line.status == "ok" for line in lines)
-
-
-def known_assignments() -> list[str]:
-    return syllabus.ids()

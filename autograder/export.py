@@ -22,7 +22,3 @@ def write_csv(result: ClassResult, path: Path | None = None) -> Path:
                              *(f"{row.cells[cell]:g}" if cell in row.cells else "" for cell in result.grade_cells)])
     return path
 
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))

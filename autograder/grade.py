@@ -30,9 +30,6 @@ import nbformat
 from autograder import __version__, bounds, intake, tamper
 from autograder.workspace import Workspace
 
-STATUSES = ("graded", "timeout", "error", "invalid", "flagged")
-
-
 @dataclass
 class Options:
     profile: str = "grade"
@@ -48,7 +45,7 @@ class Row:
     assignment: str
     score: float = 0.0
     max_score: float = 0.0
-    status: str = "graded"
+    status: str = "graded"          # graded, timeout, error, invalid or flagged
     reason: str = ""
     seconds: float = 0.0
     cells: dict[str, float] = field(default_factory=dict)

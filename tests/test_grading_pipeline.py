@@ -4,8 +4,6 @@ profile injection, log-noise filter and leak-free feedback."""
 from __future__ import annotations
 
 import csv
-import shutil
-from pathlib import Path
 
 import nbformat
 import pytest

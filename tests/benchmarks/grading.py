@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 from autograder import demo
-from autograder.workspace import Workspace
 from course.layout import Layout
 
 BIN = Path(sys.executable).parent
