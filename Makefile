@@ -11,7 +11,7 @@ PROFILE ?= ci
 export PATH := $(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: run test test-gpu release release-check lab doctor lock conda-lock clean venv bench
+.PHONY: run test test-gpu release release-check lab doctor lock conda-lock clean venv bench system-packages
 
 venv: $(STAMP)
 
@@ -26,7 +26,11 @@ $(STAMP): requirements.lock pyproject.toml
 run: $(STAMP)
 	$(BIN)/autograder course-run --profile $(PROFILE)
 
-test: $(STAMP)
+# Debian packages the tests use (bubblewrap, chromium, postgresql), installed when missing.
+system-packages:
+	@scripts/system-packages
+
+test: $(STAMP) system-packages
 	rm -rf build/prepared/$(PROFILE)
 	$(BIN)/course prepare --profile $(PROFILE) --out build/prepared/$(PROFILE)
 	$(BIN)/pytest tests build/prepared/$(PROFILE) --nbval-lax -p no:cacheprovider -n 2 --dist loadfile
@@ -55,7 +59,8 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=release
 
 # Regenerate the hash-pinned lock from pyproject.toml (needs network access to the package index).
-lock: $(STAMP)
+lock:
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet uv
 	$(BIN)/uv pip compile pyproject.toml --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
 	    --generate-hashes --no-header --no-annotate --quiet -o requirements.lock
