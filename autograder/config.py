@@ -4,7 +4,8 @@
 It extends nbgrader's own pipelines through their configurable preprocessor lists:
 - Autograde: `InjectProfile` before `Execute`; `FilterLogNoise` in place of `IgnorePattern`;
   `LimitOutputSize` after `LimitOutput`;
-- GenerateFeedback: `HideHiddenTests` after `GetGrades`.
+- GenerateFeedback: `HideHiddenTests` after `GetGrades`;
+and runs every kernel nbgrader starts through `autograder.sandbox.SandboxedKernelManager`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from nbgrader.converters import Autograde, GenerateFeedback
 from nbgrader.preprocessors import Execute, IgnorePattern, LimitOutput
 from traitlets.config import Config
 
+from autograder.sandbox import SandboxedKernelManager
 from autograder.preprocessors import FilterLogNoise, HideHiddenTests, InjectProfile, LimitOutputSize
 
 COURSE_ID = "tf-internals"
@@ -48,5 +50,6 @@ def configure(c: Config, *, profile: str = "grade", cell_timeout: int = CELL_TIM
     c.InjectProfile.profile = profile
     c.Execute.timeout = cell_timeout
     c.Execute.kernel_name = "tf-course"
+    c.Execute.kernel_manager_class = SandboxedKernelManager
     c.GenerateFeedback.preprocessors = feedback_preprocessors()
     return c

@@ -36,6 +36,24 @@ def _cell(notebook, grade_id: str):
     return next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
 
 
+# Looks for what grading keeps next to the kernel: nbgrader's copy of the notebook (with the hidden
+# tests), the source, the gradebook, other students' jobs, the submissions folder (BASE: the test's).
+PROBER = """
+import glob, os
+places = ['../../../source/00_gpu_setup/00_gpu_setup.ipynb', *glob.glob('*.ipynb'),
+          *glob.glob('../**/*.ipynb', recursive=True), *glob.glob('BASE/**/*.ipynb', recursive=True),
+          *glob.glob('BASE/**/gradebook.db', recursive=True), *glob.glob('/tmp/**/gradebook.db', recursive=True),
+          *glob.glob(os.path.expanduser('~/**/*.ipynb'), recursive=True)]
+for place in places:
+    try:
+        with open(place) as handle:
+            print('FO' + 'UND', place, handle.read())
+    except OSError as error:
+        print('closed', place, error)
+print('PROBE' + '-DONE')
+"""
+
+
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     base = tmp_path_factory.mktemp("hostile")
@@ -83,8 +101,7 @@ def hostile(tmp_path_factory):
     put("crasher", _answer(released, "import os\nos._exit(1)\n"))
     put("hog", _answer(released, "blob = bytearray(3 * 2**30)\nfor i in range(0, len(blob), 4096):\n    blob[i] = 1\n"))
     put("noisy", _answer(released, good + "import warnings\nwarnings.warn('loud')\nprint('x' * 50_000_000)\n"))
-    put("prober", _answer(released, good + "try:\n    print(open('../../../source/00_gpu_setup/00_gpu_setup.ipynb').read())\n"
-                                           "except OSError as error:\n    print(error)\n"))
+    put("prober", _answer(released, good + PROBER.replace("BASE", str(base))))
     put("patcher", _answer(released, "import builtins\nbuiltins.AssertionError = type('Quiet', (Exception,), {})\n"
                                     "def double(value):\n    return -1\n"))
 
@@ -147,11 +164,12 @@ def test_feedback_is_small_and_hides_hidden_tests(hostile):
         assert "double(-7)" not in text and "HIDDENTESTS" not in text, page.name
 
 
-@pytest.mark.xfail(strict=True, reason="no OS isolation of the kernel yet: it can read the grading workspace "
-                   "(source, gradebook); the tamper scan flags the attempt but cannot stop it")
-def test_a_prober_cannot_read_the_source(hostile):
+def test_a_prober_sees_nothing_of_the_grading_or_the_class(hostile):
+    """The kernel runs in the sandbox: no source, no gradebook, no other student, no submissions."""
     text = notebooks.squashed_text((hostile["out"] / "feedback" / "prober.html").read_text(encoding="utf-8"))
-    assert "double(-7)" not in text
+    assert "double(-7)" not in text and "HIDDENTESTS" not in text
+    assert "PROBE-DONE" in text, "the prober did not run to its end"
+    assert "FOUND" not in text, text[text.find("FOUND"):][:500]
 
 
 def test_a_rerun_skips_unchanged_submissions(hostile):

@@ -1,0 +1,93 @@
+"""The kernel sandbox: what a student's kernel can and cannot reach, through a real kernel under bwrap."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError
+
+from autograder import sandbox
+from course.kernel import KERNEL_NAME
+
+
+def test_bwrap_works_on_this_machine():
+    """make test installs bubblewrap: the grading sandbox is a requirement here, not an option."""
+    assert sandbox.probe() is None, sandbox.probe()
+    assert sandbox.mode() == "bwrap"
+
+
+def run(cells: list[str], cwd, timeout: int = 60):
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    client = NotebookClient(notebook, kernel_name=KERNEL_NAME, timeout=timeout,
+                            kernel_manager_class=sandbox.SandboxedKernelManager,
+                            resources={"metadata": {"path": str(cwd)}})
+    client.execute()
+    return ["".join(output.get("text", "") for output in cell.outputs) for cell in notebook.cells]
+
+
+@pytest.fixture
+def submission(tmp_path):
+    """A grading layout in miniature: the secret next to the kernel's folder, a data file inside it."""
+    (tmp_path / "gradebook.db").write_text("SECRET-GRADEBOOK")
+    work = tmp_path / "autograded" / "student" / "00"
+    work.mkdir(parents=True)
+    (work / "00.ipynb").write_text("SECRET-HIDDEN-TESTS")
+    (work / "data.csv").write_text("1,2,3")
+    return tmp_path, work
+
+
+def test_the_kernel_sees_its_own_files_and_the_course_package_only(submission):
+    base, work = submission
+    out = run([
+        "import os; print(sorted(name for name in os.listdir('.') if not name.startswith('.')))",
+        "print(open('data.csv').read())",
+        "import course.syllabus; print('course ok', len(course.syllabus.ASSIGNMENTS))",
+        f"import os; print(os.path.exists({str(base / 'gradebook.db')!r}), os.path.exists('../../../gradebook.db'))",
+        "import os; print(sorted(os.listdir(os.path.dirname(os.path.dirname(course.__file__)))))",
+        "import os; print(os.environ['HOME'] == os.getcwd())",
+    ], work)
+    assert out[0].strip() == "['data.csv']", "nbgrader's copy of the notebook (hidden tests) must stay outside"
+    assert out[1].strip() == "1,2,3"
+    assert out[2].startswith("course ok 6")
+    assert out[3].strip() == "False False"
+    assert "source" not in out[4] and "autograder" not in out[4], out[4]
+    assert out[5].strip() == "True"
+
+
+def test_the_kernel_cannot_write_outside_its_scratch_folder_or_reach_the_network(submission):
+    base, work = submission
+    out = run([
+        "import course, os\ntry:\n    open(os.path.join(os.path.dirname(course.__file__), 'x.py'), 'w')\n"
+        "    print('wrote')\nexcept OSError as error:\n    print('refused', error.errno)",
+        "open('result.txt', 'w').write('mine'); print('scratch ok')",
+        "import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), timeout=3); print('online')\n"
+        "except OSError as error:\n    print('offline', error.errno)",
+        "import os; print(os.getpid())",
+    ], work)
+    assert out[0].startswith("refused")
+    assert out[1].strip() == "scratch ok"
+    assert not (work / "result.txt").exists(), "the scratch copy, not the grading folder, is the working folder"
+    assert out[2].startswith("offline")
+    assert int(out[3]) < 10, "the kernel has its own PID namespace"
+
+
+def test_a_cell_past_its_timeout_is_interrupted_not_left_running(submission):
+    _, work = submission
+    with pytest.raises(CellTimeoutError):
+        run(["while True:\n    pass"], work, timeout=5)
+
+
+def test_the_mode_is_chosen_by_the_environment(monkeypatch):
+    monkeypatch.setenv(sandbox.ENV_MODE, "none")
+    assert sandbox.mode() == "none"
+    monkeypatch.setenv(sandbox.ENV_MODE, "chroot")
+    with pytest.raises(sandbox.SandboxUnavailable, match="expected one of"):
+        sandbox.mode()
+    monkeypatch.setattr(sandbox, "probe", lambda: "bwrap is not installed")
+    monkeypatch.setenv(sandbox.ENV_MODE, "bwrap")
+    with pytest.raises(sandbox.SandboxUnavailable, match="not installed"):
+        sandbox.mode()
+    monkeypatch.setenv(sandbox.ENV_MODE, "auto")
+    assert sandbox.mode() == "none"
