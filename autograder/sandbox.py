@@ -9,16 +9,16 @@ nbgrader executes a submission through nbclient, which starts the kernel with ju
   (no `source/`, no `autograder/`, no `.git`);
 - a scratch folder as its working directory and `$HOME`: a copy of the student's own submitted
   files, *without* the notebook nbgrader is executing (that copy holds the hidden tests);
-- a private `/tmp`, `/dev` and `/proc`; its own PID, IPC and UTS namespaces; all capabilities
-  dropped; no new privileges; it dies with the grading worker.
+- a private `/tmp`, `/dev` and `/proc`; no network (the kernel's sockets are Unix sockets in a
+  folder both sides see); its own user (uid 65534 inside), PID, IPC and UTS namespaces; all
+  capabilities dropped; `/etc/shadow` and other secrets of `/etc` masked; it dies with the worker.
 
 It does not see the grading workspace (the source copy, `gradebook.db`), the other students' jobs,
-the submissions folder or the home folder. The network namespace is shared: the kernel talks to
-nbclient over loopback TCP, so student code can also open sockets (see README, residual risk).
+the submissions folder or the home folder. The residual risk is written down in the README.
 
-`SANDBOX` in the environment chooses the mode: `bwrap` (default where `bwrap` works; grading fails
-with a clear message when it is demanded and broken), `none` (no sandbox, for machines without
-user namespaces; the driver reports it), or `auto` (bwrap when it works, else none).
+`AUTOGRADER_SANDBOX` in the environment (or `autograder grade --sandbox`) chooses the mode: `auto`
+(the default: bwrap when it works, else none, and the driver says so), `bwrap` (grading fails with
+a clear message when it cannot start) or `none` (no sandbox, for machines without user namespaces).
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ import course
 BWRAP = "bwrap"
 MODES = ("auto", "bwrap", "none")
 ENV_MODE = "AUTOGRADER_SANDBOX"
-# system folders the kernel may read (each bound read-only where it exists)
+# system folders the kernel may read (each bound read-only where it exists), and secrets in them it may not
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+MASKED = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/ssh", "/etc/ssl/private")
 
 
 class SandboxUnavailable(RuntimeError):
@@ -76,9 +77,19 @@ def mode() -> str:
     return "none" if problem else "bwrap"
 
 
+def describe() -> str:
+    """One line for the terminal: which sandbox the kernels get, or why they get none."""
+    if mode() == "bwrap":
+        return ("kernel sandbox: bwrap (read-only system, no network, a scratch folder; "
+                "the grading workspace and other students are out of sight)")
+    why = probe() if os.environ.get(ENV_MODE, "auto") != "none" else f"{ENV_MODE}=none"
+    return f"kernel sandbox: NONE ({why}): student code can read the grading workspace"
+
+
 def _namespace_args() -> list[str]:
-    return ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    return ["--unshare-user", "--uid", "65534", "--gid", "65534", "--unshare-net", "--unshare-pid",
+            "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+            "--cap-drop", "ALL"]
 
 
 def readable_roots() -> list[Path]:
@@ -113,6 +124,11 @@ def command(kernel_cmd: list[str], *, scratch: Path, sockets: Path, connection_f
             args += ["--symlink", os.readlink(path), folder]
         elif path.exists():
             args += ["--ro-bind", folder, folder]
+    for secret in MASKED:
+        if Path(secret).is_dir():
+            args += ["--tmpfs", secret]
+        elif Path(secret).exists():
+            args += ["--ro-bind", "/dev/null", secret]
     bound = set()
     for root in readable_roots():
         if not any(root == done or done in root.parents for done in bound):

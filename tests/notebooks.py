@@ -58,6 +58,10 @@ def tiny_assignment() -> nbformat.NotebookNode:
         test_cell("import sys\n"
                   "sys.stderr.write('I0000 00:00:1796235959.660254    3034 port.cc:153] oneDNN custom operations are on.\\n')\n"
                   "sys.stderr.write('WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\\n')\n"
+                  "sys.stderr.write('WARNING:tensorflow:5 out of the last 5 calls to <function f> triggered tf.function retracing.\\n')\n"
+                  "import warnings\n"
+                  "warnings.warn_explicit('`input_shape` is deprecated', UserWarning,\n"
+                  "                       '/opt/env/lib/python3.11/site-packages/keras/src/layers/core.py', 12)\n"
                   "sys.stderr.flush()\n"
                   "assert double(0) == 0",
                   "test_noise", points=1),

@@ -65,12 +65,14 @@ def test_the_kernel_cannot_write_outside_its_scratch_folder_or_reach_the_network
         "import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), timeout=3); print('online')\n"
         "except OSError as error:\n    print('offline', error.errno)",
         "import os; print(os.getpid())",
+        "try:\n    print(len(open('/etc/shadow').read()))\nexcept OSError as error:\n    print('refused', error.errno)",
     ], work)
     assert out[0].startswith("refused")
     assert out[1].strip() == "scratch ok"
     assert not (work / "result.txt").exists(), "the scratch copy, not the grading folder, is the working folder"
     assert out[2].startswith("offline")
     assert int(out[3]) < 10, "the kernel has its own PID namespace"
+    assert out[4].strip() in ("0", "refused 2", "refused 13"), f"/etc/shadow is readable: {out[4][:80]}"
 
 
 def test_a_cell_past_its_timeout_is_interrupted_not_left_running(submission):

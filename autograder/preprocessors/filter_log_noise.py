@@ -26,6 +26,11 @@ DEFAULT_PATTERNS = [
     # second line of cpu_feature_guard's message
     r"^To enable the following instructions: .* rebuild TensorFlow with the appropriate compiler flags\.",
     r"^WARNING: TensorFlow is not using all available CPU",
+    # Python logging without a handler of its own: WARNING:tensorflow:5 out of the last 5 calls ...
+    r"^(WARNING|INFO|DEBUG):(tensorflow|absl|keras|h5py|tf2onnx|onnx|keras_hub):",
+    # warnings.warn inside a library: /.../site-packages/keras/src/layers/core.py:12: UserWarning: ...
+    r"^\S*[/\\]site-packages[/\\](tensorflow|tf_keras|keras|keras_hub|tensorflow_text|absl|google[/\\]protobuf|"
+    r"tf2onnx|onnx|onnxruntime|h5py|numpy|jupyter_client|ipykernel)[/\\]\S*:\d+: \w*Warning: ",
 ]
 
 
@@ -53,6 +58,12 @@ class FilterLogNoise(NbGraderPreprocessor):
 
 
 def filter_text(text: str, compiled: list[re.Pattern]) -> str:
-    """`text` without the lines any pattern matches."""
-    lines = text.splitlines(keepends=True)
-    return "".join(line for line in lines if not any(pattern.match(line) for pattern in compiled))
+    """`text` without the lines any pattern matches, nor the indented lines right under such a line."""
+    kept, dropping = [], False
+    for line in text.splitlines(keepends=True):
+        if any(pattern.match(line) for pattern in compiled):
+            dropping = True
+        elif not (dropping and line[:1] in (" ", "\t") and line.strip()):
+            dropping = False
+            kept.append(line)
+    return "".join(kept)
