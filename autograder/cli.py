@@ -13,17 +13,27 @@ from autograder.grade import GradingError
 
 
 def _grade(args) -> int:
-    from autograder import export, report
+    from autograder import export, report, sandbox
     from autograder.grade import Options, grade_class
 
     layout = Layout.find()
+    if args.sandbox:
+        os.environ[sandbox.ENV_MODE] = args.sandbox
+    try:  # decided once here; the grading workers inherit the decision
+        os.environ[sandbox.ENV_MODE] = sandbox.mode()
+    except sandbox.SandboxUnavailable as error:
+        raise GradingError(str(error)) from None
+    print(sandbox.describe())
     syllabus.get(args.assignment)
     out = Path(args.out) if args.out else layout.build / "grading" / args.assignment
     submissions = Path(args.submissions).resolve()
     if out.resolve() == submissions or submissions in out.resolve().parents:
         raise GradingError(f"--out {out} is inside the submissions folder, which grading never writes to")
-    options = Options(profile=args.profile, workers=args.workers, timeout=args.timeout,
-                      memory_limit_gb=args.memory_limit, force=args.force)
+    if args.scheduler and args.workers:
+        raise GradingError("--workers sets the local workers; with --scheduler the cluster's workers run the notebooks")
+    options = Options(profile=args.profile, workers=args.workers or os.cpu_count() or 1, timeout=args.timeout,
+                      memory_limit_gb=args.memory_limit, force=args.force, scheduler=args.scheduler,
+                      db_url=args.db)
     result = grade_class(args.assignment, layout.source / args.assignment, submissions, out, options=options)
     csv_path = export.write_csv(result)
     html_path = report.write_html(result)
@@ -90,13 +100,19 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--submissions", required=True, help="folder of <student_id>/<notebook>.ipynb or <student_id>.zip")
     grade.add_argument("--out", help="output folder (default build/grading/<assignment>)")
     grade.add_argument("--profile", default="grade", choices=syllabus.PROFILES, help="profile injected (default grade)")
-    grade.add_argument("--workers", type=_positive(int), default=os.cpu_count() or 1,
-                       help="submissions graded at once (default: the number of cores)")
+    grade.add_argument("--workers", type=_positive(int),
+                       help="submissions graded at once on this machine (default: the number of cores)")
     grade.add_argument("--timeout", type=_positive(float), default=600.0,
                        help="wall-clock seconds per notebook (default 600)")
     grade.add_argument("--memory-limit", type=_positive(float), default=6.0, metavar="GB",
                        help="resident memory of a notebook's kernel, in GB (default 6)")
     grade.add_argument("--force", action="store_true", help="re-grade submissions already graded with the same content")
+    grade.add_argument("--sandbox", choices=("auto", "bwrap", "none"),
+                       help="run kernels under bubblewrap (default auto: bwrap when it works, else none, said so)")
+    grade.add_argument("--scheduler", metavar="ADDRESS",
+                       help="run the notebooks on a dask.distributed cluster, e.g. tcp://head-node:8786")
+    grade.add_argument("--db", metavar="URL",
+                       help="keep the gradebook in this database (SQLAlchemy URL), e.g. postgresql://grader@db/gradebook")
     grade.set_defaults(run=_grade)
 
     rel = commands.add_parser("release", help="generate release/ from source/ with nbgrader")

@@ -1,34 +1,32 @@
-"""Grade a class: intake, then nbgrader's autograde for each student in a bounded worker process.
+"""Grade a class: intake, then nbgrader's autograde for each student in a bounded worker process,
+on this machine or on a Dask cluster (`autograder.executors`).
 
     result = grade_class("00_gpu_setup", Path("source/00_gpu_setup"), Path("downloads"),
                          Path("build/grading/00_gpu_setup"), options=Options(workers=2))
 
 Every student gets a row whatever they submitted. The run writes only under `out`:
-- `course-<k>/`   one private nbgrader course directory per worker (source, gradebook, autograded)
-- `jobs/`         each submission's notebook as the worker reads it, and the worker's result
+- `course-<k>/`   one private nbgrader course directory per local worker (source, gradebook,
+                  autograded); on a cluster, `course-0/` is the template every task unpacks
+- `jobs/`         each submission's notebook as a local worker reads it, and the worker's result
 - `rows/`         finished rows keyed by content hash: a re-run skips them unless `force`
 - `feedback/`     one HTML per student, without hidden tests
-Workers never share a gradebook, so a parallel run gives exactly the rows of a serial one.
+Workers never share a gradebook file, so a parallel run gives exactly the rows of a serial one; with
+`db_url` they share one gradebook server (PostgreSQL), which takes concurrent writers.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
 import json
-import os
-import queue
 import shutil
-import sys
-import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import nbformat
 
-from autograder import __version__, bounds, intake, tamper
-from autograder.workspace import Workspace
+from autograder import __version__, executors, intake, jobs, sandbox, tamper
+from autograder.workspace import Workspace, database_problem
 
 @dataclass
 class Options:
@@ -37,6 +35,8 @@ class Options:
     timeout: float = 600.0          # seconds per notebook, wall clock
     memory_limit_gb: float = 6.0    # resident memory of the worker and its kernel
     force: bool = False             # re-grade submissions already graded with the same content
+    scheduler: str | None = None    # a dask.distributed scheduler address: run the notebooks on its workers
+    db_url: str | None = None       # an SQLAlchemy URL of a shared gradebook (PostgreSQL); None: SQLite per worker
 
 
 @dataclass
@@ -52,6 +52,7 @@ class Row:
     feedback: Path | None = None
     notes: list[str] = field(default_factory=list)
     reused: bool = False
+    host: str = ""                  # where the notebook ran (a Dask worker's address on a cluster)
 
     def as_json(self) -> dict:
         data = asdict(self)
@@ -134,55 +135,47 @@ class _Cache:
         path.write_text(json.dumps({"key": self.key(submission), "row": row.as_json()}), encoding="utf-8")
 
 
-def _workspaces(out: Path, assignment_id: str, source_dir: Path, options: Options) -> list[Workspace]:
-    first = Workspace(out / "course-0", assignment_id, profile=options.profile, cell_timeout=int(options.timeout))
+def _workspaces(out: Path, assignment_id: str, source_dir: Path, options: Options, count: int) -> list[Workspace]:
+    def workspace(root: Path) -> Workspace:
+        return Workspace(root, assignment_id, profile=options.profile, cell_timeout=int(options.timeout),
+                         db=options.db_url)
+
+    first = workspace(out / "course-0")
     if first.root.exists():
         shutil.rmtree(first.root)
     first.create(source_dir)
     spaces = [first]
-    for number in range(1, options.workers):
+    for number in range(1, count):
         root = out / f"course-{number}"
         if root.exists():
             shutil.rmtree(root)
         shutil.copytree(first.root, root)
-        spaces.append(Workspace(root, assignment_id, profile=options.profile, cell_timeout=int(options.timeout)))
+        spaces.append(workspace(root))
     return spaces
 
 
-def _run_worker(workspace: Workspace, submission: intake.Submission, notebook_name: str, jobs: Path,
-                options: Options) -> Row:
-    row = Row(submission.student_id, workspace.assignment_id)
-    student = safe_id(submission.student_id)
-    job_dir = jobs / student
-    if job_dir.exists():
-        shutil.rmtree(job_dir)
-    job_dir.mkdir(parents=True)
-    notebook_file = job_dir / notebook_name
-    notebook_file.write_bytes(submission.notebook_bytes)
-    job = {"workspace": str(workspace.root), "assignment": workspace.assignment_id, "student": student,
-           "notebook_name": notebook_name, "notebook_file": str(notebook_file), "profile": options.profile,
-           "cell_timeout": int(options.timeout)}
-    job_path = job_dir / "job.json"
-    job_path.write_text(json.dumps(job), encoding="utf-8")
-    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
-    outcome = bounds.run_bounded([sys.executable, "-m", "autograder.worker", str(job_path)],
-                                 timeout=options.timeout + 30, memory_bytes=int(options.memory_limit_gb * 2**30),
-                                 env=env, cwd=str(job_dir), stderr_path=str(job_dir / "worker.log"))
-    row.seconds = round(outcome.seconds, 2)
-    result_path = job_path.with_suffix(".result.json")
+def _executor(spaces: list[Workspace], out: Path, options: Options):
+    if options.scheduler:
+        try:
+            return executors.DaskExecutor(options.scheduler, spaces[0], gpu=options.profile == "gpu")
+        except executors.ClusterError as error:
+            raise GradingError(str(error)) from None
+    return executors.LocalExecutor(spaces, out / "jobs")
+
+
+def _row(submission: intake.Submission, assignment_id: str, outcome: jobs.Outcome, options: Options) -> Row:
+    row = Row(submission.student_id, assignment_id, seconds=outcome.seconds, host=outcome.host)
     if outcome.memory_exceeded:
         row.status, row.reason = "error", (f"memory limit exceeded: more than {options.memory_limit_gb:g} GB "
                                            "resident in the notebook's kernel")
     elif outcome.timed_out:
         row.status, row.reason = "timeout", f"the notebook ran longer than {options.timeout:g} s"
-    elif not result_path.exists():
-        last = outcome.stderr_tail.strip().splitlines()[-1:] or [f"exit code {outcome.returncode}"]
-        row.status, row.reason = "error", f"grading crashed: {last[0][:300]}"
+    elif outcome.result is None:
+        row.status, row.reason = "error", f"grading crashed: {outcome.crash}"
     else:
-        result = json.loads(result_path.read_text(encoding="utf-8"))
+        result = outcome.result
         row.status, row.reason = result["status"], result["reason"]
         row.score, row.max_score, row.cells = result["score"], result["max_score"], result["cells"]
-        row.feedback = Path(result["feedback"]) if result["feedback"] else None
     if row.status in ("timeout", "error"):
         row.score, row.cells = 0.0, {}
     return row
@@ -193,6 +186,12 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
     options = options or Options()
     if options.workers < 1 or options.timeout <= 0 or options.memory_limit_gb <= 0:
         raise GradingError("workers, timeout and memory limit must be positive")
+    if options.db_url and (problem := database_problem(options.db_url)):
+        raise GradingError(problem)
+    try:
+        sandbox_mode = sandbox.mode()
+    except sandbox.SandboxUnavailable as error:
+        raise GradingError(str(error)) from None
     notebook_path = source_notebook(assignment_id, source_dir)
     students = intake.read_class(submissions, notebook_path.name)
     out.mkdir(parents=True, exist_ok=True)
@@ -200,48 +199,50 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
     cell_ids = grade_cell_ids(source_nb)
     max_score = sum(float(cell.metadata["nbgrader"].get("points", 0)) for cell in source_nb.cells
                     if cell.metadata.get("nbgrader", {}).get("grade"))
-    spaces = _workspaces(out, assignment_id, source_dir, options)
+    spaces = _workspaces(out, assignment_id, source_dir, options, 1 if options.scheduler else options.workers)
     release_nb = nbformat.read(spaces[0].release_dir() / notebook_path.name, as_version=4)
     cache = _Cache(out / "rows", notebook_path.read_bytes(), options)
     feedback_out = out / "feedback"
     feedback_out.mkdir(exist_ok=True)
-    free: queue.Queue[Workspace] = queue.Queue()
-    for space in spaces:
-        free.put(space)
-    done_count, lock = [0], threading.Lock()
+    rows: list[Row] = []
 
-    def finish(row: Row) -> Row:
+    def finish(row: Row) -> None:
         row.max_score = row.max_score or max_score
-        with lock:
-            done_count[0] += 1
-            progress(f"[{done_count[0]}/{len(students)}] {row.student_id}: {row.status} {row.score:g}/{row.max_score:g}"
-                     + (" (unchanged, not re-graded)" if row.reused else f" in {row.seconds:g} s")
-                     + (f" - {row.reason}" if row.reason else ""))
-        return row
+        rows.append(row)
+        progress(f"[{len(rows)}/{len(students)}] {row.student_id}: {row.status} {row.score:g}/{row.max_score:g}"
+                 + (" (unchanged, not re-graded)" if row.reused else f" in {row.seconds:g} s")
+                 + (f" on {row.host}" if options.scheduler and not row.reused and row.host else "")
+                 + (f" - {row.reason}" if row.reason else ""))
 
-    def grade_submission(submission: intake.Submission) -> Row:
+    pending: dict[str, tuple[intake.Submission, tamper.Findings]] = {}
+    batch = []
+    for submission in students:
         if not submission.ok:
-            return finish(Row(submission.student_id, assignment_id, max_score=max_score, status="invalid",
-                              reason=submission.problem))
+            finish(Row(submission.student_id, assignment_id, max_score=max_score, status="invalid",
+                       reason=submission.problem))
+            continue
         cached = None if options.force else cache.get(submission)
         if cached:
-            return finish(cached)
-        findings = tamper.scan(intake.as_notebook(submission), release_nb)
-        space = free.get()
-        try:
-            row = _run_worker(space, submission, notebook_path.name, out / "jobs", options)
-        finally:
-            free.put(space)
-        row.notes = findings.notes
-        if findings.flagged and row.status == "graded":
-            row.status, row.reason = "flagged", findings.reason()
-        if row.feedback and row.feedback.exists():
-            copied = feedback_out / f"{submission.student_id}.html"
-            shutil.copyfile(row.feedback, copied)
-            row.feedback = copied
-        cache.put(submission, row)
-        return finish(row)
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=options.workers) as pool:
-        rows = list(pool.map(grade_submission, students))
+            finish(cached)
+            continue
+        student = safe_id(submission.student_id)
+        pending[student] = (submission, tamper.scan(intake.as_notebook(submission), release_nb))
+        batch.append(jobs.Job(student, submission.student_id, assignment_id, notebook_path.name,
+                              submission.notebook_bytes, options.profile, options.timeout,
+                              int(options.memory_limit_gb * 2**30), sandbox_mode, options.db_url))
+    executor = _executor(spaces, out, options)
+    try:
+        for job, outcome in executor.run_all(batch):
+            submission, findings = pending[job.student]
+            row = _row(submission, assignment_id, outcome, options)
+            row.notes = findings.notes
+            if findings.flagged and row.status == "graded":
+                row.status, row.reason = "flagged", findings.reason()
+            if outcome.feedback_html is not None:
+                row.feedback = feedback_out / f"{submission.student_id}.html"
+                row.feedback.write_text(outcome.feedback_html, encoding="utf-8")
+            cache.put(submission, row)
+            finish(row)
+    finally:
+        executor.close()
     return ClassResult(assignment_id, sorted(rows, key=lambda row: row.student_id), cell_ids, max_score, out)

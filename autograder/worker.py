@@ -8,18 +8,23 @@ blow-up of the student's kernel can only take this process down, never the class
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import logging
+import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 
+from autograder.config import COURSE_ID
 from autograder.workspace import Workspace
 
 TIMEOUT_ERRORS = ("CellTimeoutError", "TimeoutError")
+PR_SET_PDEATHSIG = 1
 
 
 @contextlib.contextmanager
@@ -58,7 +63,7 @@ def timed_out_cell(autograded: Path) -> str | None:
 
 def grade(job: dict) -> dict:
     workspace = Workspace(Path(job["workspace"]), job["assignment"], profile=job["profile"],
-                          cell_timeout=job["cell_timeout"])
+                          cell_timeout=job["cell_timeout"], db=job.get("db_url"))
     student, notebook_name = job["student"], job["notebook_name"]
     target = workspace.submitted_dir(student)
     if target.exists():
@@ -76,7 +81,10 @@ def grade(job: dict) -> dict:
     except Exception as failure:  # nbgrader raises NbGraderException, and others for broken cells
         result["status"] = "error"
         result["reason"] = first_problem(errors) if errors else f"{type(failure).__name__}: {failure}"
-    with Gradebook(workspace.db_url) as gradebook:
+    with Gradebook(workspace.db_url, COURSE_ID) as gradebook:
+        if job.get("student_id"):  # nbgrader knows the student by safe id; its exports show the real one
+            with contextlib.suppress(Exception):
+                gradebook.update_or_create_student(student, lms_user_id=job["student_id"])
         try:
             submitted = gradebook.find_submission_notebook(Path(notebook_name).stem, workspace.assignment_id, student)
             result["score"] = float(submitted.score or 0.0)
@@ -95,7 +103,18 @@ def grade(job: dict) -> dict:
     return result
 
 
+def die_with_parent() -> None:
+    """Linux: get SIGKILLed when the process that started this one dies (a Dask worker killed mid-job),
+    so no grading outlives its job; the kernel dies with this process (bwrap's --die-with-parent)."""
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        sys.exit(1)
+
+
 def main(argv: list[str]) -> int:
+    die_with_parent()
     job_path = Path(argv[0])
     job = json.loads(job_path.read_text(encoding="utf-8"))
     result = grade(job)

@@ -3,7 +3,8 @@
 Grading never touches the repository's own gradebook or the submissions folder: the driver copies
 the assignment's source into `<out>/course/source/`, lets nbgrader generate the assignment there
 (which records the locked cells, hidden tests, checksums and points in a fresh gradebook), and
-copies each submission into `<out>/course/submitted/`.
+copies each submission into `<out>/course/submitted/`. The gradebook is `gradebook.db` in that
+folder, or a shared database server when `db` is an SQLAlchemy URL (PostgreSQL).
 """
 
 from __future__ import annotations
@@ -33,17 +34,37 @@ def tools_on_path():
         os.environ["PATH"] = previous
 
 
+def database_problem(db_url: str) -> str | None:
+    """Why nbgrader could not keep its gradebook at `db_url` (an SQLAlchemy URL), or None."""
+    import sqlalchemy
+
+    try:
+        engine = sqlalchemy.create_engine(db_url)
+    except Exception as error:  # bad URL, missing driver
+        return f"--db {db_url!r} is not a usable SQLAlchemy URL: {error}"
+    try:
+        with engine.connect():
+            return None
+    except Exception as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return f"cannot connect to the gradebook database: {first}"
+    finally:
+        engine.dispose()
+
+
 @dataclass
 class Workspace:
     root: Path
     assignment_id: str
     profile: str = "grade"
     cell_timeout: int = course_config.CELL_TIMEOUT
+    db: str | None = None          # a shared gradebook's SQLAlchemy URL; None: gradebook.db in `root`
 
     def config(self) -> Config:
         c = course_config.configure(Config(), profile=self.profile, cell_timeout=self.cell_timeout)
         c.CourseDirectory.root = str(self.root)
         c.CourseDirectory.assignment_id = self.assignment_id
+        c.CourseDirectory.db_url = self.db_url
         return c
 
     def _coursedir(self, config: Config, student_id: str = "*") -> CourseDirectory:
@@ -54,7 +75,7 @@ class Workspace:
 
     @property
     def db_url(self) -> str:
-        return f"sqlite:///{self.root / 'gradebook.db'}"
+        return self.db or f"sqlite:///{self.root / 'gradebook.db'}"
 
     def submitted_dir(self, student_id: str) -> Path:
         return self.root / "submitted" / student_id / self.assignment_id

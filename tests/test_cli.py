@@ -27,7 +27,24 @@ def _env(**extra):
     return env
 
 
-def test_grade_maps_arguments_to_the_library(monkeypatch, tmp_path):
+@pytest.fixture(autouse=True)
+def _sandbox_mode_restored(monkeypatch):
+    """`autograder grade` records its sandbox decision in the environment: undo it after each test."""
+    from autograder import sandbox
+    monkeypatch.delenv(sandbox.ENV_MODE, raising=False)
+
+
+def test_a_demanded_sandbox_that_cannot_start_exits_2(monkeypatch, tmp_path, capsys):
+    from autograder import sandbox
+    monkeypatch.setattr(sandbox, "probe", lambda: "bwrap cannot create namespaces here: denied")
+    monkeypatch.setenv("COURSE_ROOT", str(tmp_path))
+    assert autograder_cli.main(["grade", "00_gpu_setup", "--submissions", str(tmp_path), "--sandbox", "bwrap"]) == 2
+    assert "bwrap cannot create namespaces here" in capsys.readouterr().err
+
+
+@pytest.fixture
+def graded_with(monkeypatch, tmp_path):
+    """Run `autograder grade ARGS` with the library mocked; return what it was called with."""
     seen = {}
 
     def fake_grade_class(assignment, source_dir, submissions, out, *, options):
@@ -39,19 +56,35 @@ def test_grade_maps_arguments_to_the_library(monkeypatch, tmp_path):
     import autograder.grade
     monkeypatch.setattr(autograder.grade, "grade_class", fake_grade_class)
     monkeypatch.setenv("COURSE_ROOT", str(tmp_path))
-    code = autograder_cli.main(["grade", "00_gpu_setup", "--submissions", "subs", "--out", str(tmp_path / "o"),
-                                "--profile", "ci", "--timeout", "42", "--workers", "3", "--memory-limit", "1.5",
-                                "--force"])
-    assert code == 0
-    assert seen == {"assignment": "00_gpu_setup", "source_dir": tmp_path / "source" / "00_gpu_setup",
+
+    def run(*args: str) -> dict:
+        seen.clear()
+        seen["code"] = autograder_cli.main(["grade", "00_gpu_setup", "--submissions", "subs",
+                                            "--out", str(tmp_path / "o"), *args])
+        return seen
+    return run
+
+
+def test_grade_maps_arguments_to_the_library(graded_with, tmp_path):
+    seen = graded_with("--profile", "ci", "--timeout", "42", "--workers", "3", "--memory-limit", "1.5", "--force")
+    assert seen == {"code": 0, "assignment": "00_gpu_setup", "source_dir": tmp_path / "source" / "00_gpu_setup",
                     "submissions": Path("subs").resolve(), "out": tmp_path / "o",
                     "options": Options(profile="ci", workers=3, timeout=42.0, memory_limit_gb=1.5, force=True)}
 
 
-def test_defaults_are_the_documented_ones(monkeypatch, tmp_path):
-    args = autograder_cli.parser().parse_args(["grade", "00_gpu_setup", "--submissions", "s"])
-    assert (args.workers, args.timeout, args.memory_limit, args.profile, args.force) == \
-        (os.cpu_count(), 600.0, 6.0, "grade", False)
+def test_defaults_are_the_documented_ones(graded_with):
+    assert graded_with()["options"] == Options(profile="grade", workers=os.cpu_count(), timeout=600.0,
+                                               memory_limit_gb=6.0, force=False)
+
+
+def test_cluster_and_database_options_reach_the_library(graded_with):
+    options = graded_with("--scheduler", "tcp://head:8786", "--db", "postgresql://grader@db/gradebook")["options"]
+    assert (options.scheduler, options.db_url) == ("tcp://head:8786", "postgresql://grader@db/gradebook")
+
+
+def test_local_workers_and_a_scheduler_together_are_refused(graded_with, capsys):
+    assert graded_with("--scheduler", "tcp://head:8786", "--workers", "2")["code"] == 2
+    assert "--workers" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("flag, value", [("--workers", "0"), ("--timeout", "-1"), ("--memory-limit", "lots")])

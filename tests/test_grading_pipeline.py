@@ -18,14 +18,7 @@ ASSIGNMENT = "00_gpu_setup"  # a syllabus id, so the grade profile is injected
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("course")
-    source = root / "source" / ASSIGNMENT
-    source.mkdir(parents=True)
-    nbformat.write(notebooks.tiny_assignment(), source / f"{ASSIGNMENT}.ipynb")
-    from autograder.workspace import Workspace
-
-    releaser = Workspace(root / "release-ws", ASSIGNMENT)
-    releaser.create(source)
-    release_nb = releaser.release_dir() / f"{ASSIGNMENT}.ipynb"
+    source, release_nb = notebooks.tiny_course(root, ASSIGNMENT)
     submissions = root / "submissions"
     demo.write_class(source / f"{ASSIGNMENT}.ipynb", release_nb, submissions)
     # a student who edits the parameters cell to make grading slow

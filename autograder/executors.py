@@ -1,0 +1,123 @@
+"""Where grading jobs run: on this machine (the default) or on a `dask.distributed` cluster.
+
+Both executors take the same `jobs.Job`s and yield the same `jobs.Outcome`s, as each finishes:
+
+- `LocalExecutor`: one thread per local worker, each with its own copy of the nbgrader course
+  directory, so no two jobs share a gradebook file;
+- `DaskExecutor`: every job is a Dask task. The course directory travels once to the cluster as a
+  tar archive (`client.scatter`); each task unpacks it into a fresh temporary folder on its worker
+  and runs `jobs.run` there, so workers need the course's environment but no shared file system.
+  The `gpu` profile asks for the `GPU` resource, so it only lands on workers started with
+  `--resources GPU=1`. A worker that dies mid-job loses nothing: the scheduler runs its tasks again
+  elsewhere (`distributed.scheduler.allowed-failures`), and a job is safe to run twice.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import io
+import queue
+import tarfile
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from autograder import jobs
+from autograder.workspace import Workspace
+
+# what a task needs of the course directory: not the students' folders of an earlier run
+TEMPLATE_SKIPS = ("submitted", "autograded", "feedback")
+CONNECT_SECONDS = 30
+
+
+class ClusterError(RuntimeError):
+    """The cluster cannot take the jobs: unreachable, no workers, or none with the needed resource."""
+
+
+class LocalExecutor:
+    def __init__(self, spaces: list[Workspace], job_root: Path):
+        self.job_root = job_root
+        self._free: queue.Queue[Workspace] = queue.Queue()
+        for space in spaces:
+            self._free.put(space)
+        self.size = len(spaces)
+
+    def _run(self, job: jobs.Job) -> jobs.Outcome:
+        space = self._free.get()
+        try:
+            return jobs.run(job, space.root, self.job_root / job.student)
+        finally:
+            self._free.put(space)
+
+    def run_all(self, batch: Iterable[jobs.Job]) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=self.size) as pool:
+            futures = {pool.submit(self._run, job): job for job in batch}
+            for future in concurrent.futures.as_completed(futures):
+                yield futures[future], future.result()
+
+    def close(self) -> None:
+        pass
+
+
+def pack(workspace: Workspace) -> bytes:
+    """The nbgrader course directory as a tar archive, without students' folders."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for child in sorted(workspace.root.iterdir()):
+            if child.name not in TEMPLATE_SKIPS:
+                archive.add(child, arcname=child.name)
+    return buffer.getvalue()
+
+
+def run_on_worker(template: bytes, job: jobs.Job) -> jobs.Outcome:
+    """The Dask task: unpack the course directory into a fresh folder and run the job there."""
+    from distributed import get_worker
+
+    with tempfile.TemporaryDirectory(prefix="autograder-task-") as scratch:
+        root = Path(scratch) / "course"
+        with tarfile.open(fileobj=io.BytesIO(template)) as archive:
+            archive.extractall(root, filter="data")
+        return jobs.run(job, root, Path(scratch) / "job", host=get_worker().address)
+
+
+class DaskExecutor:
+    def __init__(self, address: str, template: Workspace, *, gpu: bool = False):
+        from distributed import Client
+
+        try:
+            self.client = Client(address, timeout=CONNECT_SECONDS)
+        except (OSError, TimeoutError) as error:
+            raise ClusterError(f"cannot reach the Dask scheduler at {address}: {error}") from None
+        try:
+            self.client.wait_for_workers(1, timeout=CONNECT_SECONDS)
+        except TimeoutError:
+            self.close()
+            raise ClusterError(f"the Dask scheduler at {address} has no workers") from None
+        self.resources = {"GPU": 1} if gpu else None
+        if gpu and not self.workers_with("GPU"):
+            self.close()
+            raise ClusterError("the gpu profile needs a worker with the GPU resource; none of the cluster's "
+                               "workers has one (start them with `dask worker ... --resources GPU=1`)")
+        self.template = self.client.scatter(pack(template), broadcast=False)
+        self.size = len(self.client.scheduler_info()["workers"])
+
+    def workers_with(self, resource: str) -> list[str]:
+        workers = self.client.scheduler_info()["workers"]
+        return [address for address, info in workers.items() if info.get("resources", {}).get(resource)]
+
+    def run_all(self, batch: Iterable[jobs.Job]) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
+        from distributed import as_completed
+
+        run = uuid.uuid4().hex[:8]  # keys unique per run: two graders may share a cluster
+        futures = {self.client.submit(run_on_worker, self.template, job, key=f"grade-{job.assignment}-{job.student}-{run}",
+                                      pure=False, resources=self.resources): job for job in batch}
+        for future in as_completed(futures):
+            try:
+                outcome = future.result()
+            except Exception as error:  # KilledWorker (it took down every worker it ran on), a lost task...
+                outcome = jobs.Outcome(0.0, crash=f"the cluster could not run it: {type(error).__name__}: {error}"[:300])
+            yield futures[future], outcome
+
+    def close(self) -> None:
+        self.client.close()

@@ -1,0 +1,146 @@
+"""Grading beyond one machine: a real Dask scheduler and workers (separate processes) run the
+notebooks, a real PostgreSQL server keeps the gradebook, and the grades are those of a local run."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import threading
+import time
+
+import pytest
+
+from autograder import demo, export
+from autograder.config import COURSE_ID
+from autograder.grade import GradingError, Options, grade_class, safe_id
+from tests import notebooks, servers
+
+ASSIGNMENT = "00_gpu_setup"
+HONEST = ("ada", "bo", "chen", "dora")
+TIMEOUT = 120.0
+
+pytestmark = pytest.mark.grading
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """The tiny assignment and a class: four honest students, a blank release and a broken file."""
+    root = tmp_path_factory.mktemp("cluster-course")
+    source, release = notebooks.tiny_course(root, ASSIGNMENT)
+    submissions = root / "submissions"
+    written = demo.write_class(source / f"{ASSIGNMENT}.ipynb", release, submissions)
+    for student in HONEST:
+        (submissions / student).mkdir()
+        (submissions / student / f"{ASSIGNMENT}.ipynb").write_bytes(written["solution"].read_bytes())
+    (submissions / "solution").rename(submissions / "eve")
+    (submissions / "broken").mkdir()
+    (submissions / "broken" / f"{ASSIGNMENT}.ipynb").write_text('{"cells": [', encoding="utf-8")
+    pair = root / "pair"
+    for student in HONEST[:2]:
+        shutil.copytree(submissions / student, pair / student)
+    return {"root": root, "source": source, "submissions": submissions, "pair": pair}
+
+
+def grades_without_seconds(result) -> list[dict]:
+    with export.write_csv(result).open(encoding="utf-8") as handle:
+        return [{key: value for key, value in row.items() if key != "seconds"} for row in csv.DictReader(handle)]
+
+
+@pytest.fixture(scope="module")
+def local_run(course):
+    return grade_class(ASSIGNMENT, course["source"], course["submissions"], course["root"] / "local",
+                       options=Options(timeout=TIMEOUT, workers=2))
+
+
+@pytest.fixture(scope="module")
+def gradebook_url():
+    with servers.postgres() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with servers.dask_cluster(tmp_path_factory.mktemp("dask"), {"gpu-node": {"GPU": 1}, "cpu-node": {}}) as running:
+        yield running
+
+
+def test_the_local_run_grades_the_class(local_run):
+    statuses = {row.student_id: (row.status, row.score) for row in local_run.rows}
+    assert statuses == {**{student: ("graded", 6.0) for student in (*HONEST, "eve")},
+                        "blank": ("graded", 0.0), "broken": ("invalid", 0.0)}
+
+
+def test_a_cluster_run_with_a_postgres_gradebook_gives_the_local_grades(course, local_run, cluster, gradebook_url):
+    result = grade_class(ASSIGNMENT, course["source"], course["submissions"], course["root"] / "cluster",
+                         options=Options(timeout=TIMEOUT, scheduler=cluster.address, db_url=gradebook_url))
+    assert grades_without_seconds(result) == grades_without_seconds(local_run)
+    graded = [row for row in result.rows if row.status != "invalid"]
+    assert {row.host for row in graded} <= set(cluster.addresses.values()), "every notebook ran on the cluster"
+    assert sorted(path.name for path in (course["root"] / "cluster" / "feedback").iterdir()) == \
+        sorted(path.name for path in (course["root"] / "local" / "feedback").iterdir())
+    # the one shared gradebook holds every student's grades: no write was lost to a concurrent one
+    from nbgrader.api import Gradebook
+
+    with Gradebook(gradebook_url, COURSE_ID) as gradebook:
+        for row in graded:
+            submitted = gradebook.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, safe_id(row.student_id))
+            assert float(submitted.score) == row.score, row.student_id
+            assert gradebook.find_student(safe_id(row.student_id)).lms_user_id == row.student_id
+
+
+def test_the_gpu_profile_only_runs_on_workers_with_a_gpu_resource(course, cluster):
+    result = grade_class(ASSIGNMENT, course["source"], course["pair"], course["root"] / "gpu",
+                         options=Options(profile="gpu", timeout=TIMEOUT, scheduler=cluster.address))
+    assert [row.student_id for row in result.rows] == list(HONEST[:2])
+    assert {row.host for row in result.rows} == {cluster.addresses["gpu-node"]}
+
+
+def test_the_gpu_profile_is_refused_by_a_cluster_without_gpu_workers(course, tmp_path):
+    with servers.dask_cluster(tmp_path / "dask", {"cpu-only": {}}) as cpu_only:
+        with pytest.raises(GradingError, match="GPU resource"):
+            grade_class(ASSIGNMENT, course["source"], course["submissions"], tmp_path / "out",
+                        options=Options(profile="gpu", timeout=TIMEOUT, scheduler=cpu_only.address))
+
+
+def test_an_unreachable_database_stops_grading_with_the_reason(course, tmp_path):
+    url = f"postgresql+psycopg2://grader@127.0.0.1:{servers.free_port()}/gradebook"
+    with pytest.raises(GradingError, match="cannot connect to the gradebook database"):
+        grade_class(ASSIGNMENT, course["source"], course["submissions"], tmp_path / "out",
+                    options=Options(timeout=TIMEOUT, db_url=url))
+
+
+def test_a_worker_killed_mid_run_loses_no_submission(course, local_run, tmp_path):
+    with servers.dask_cluster(tmp_path / "dask", {"doomed": {}, "survivor": {}}) as cluster:
+        from distributed import Client
+
+        outcome = {}
+
+        def grade() -> None:
+            try:
+                outcome["result"] = grade_class(ASSIGNMENT, course["source"], course["submissions"], tmp_path / "out",
+                                                options=Options(timeout=TIMEOUT, scheduler=cluster.address))
+            except BaseException as error:  # surfaced below
+                outcome["error"] = error
+
+        grader = threading.Thread(target=grade)
+        grader.start()
+        doomed = cluster.addresses["doomed"]
+        with Client(cluster.address) as client:
+            deadline = time.monotonic() + 120
+            while not client.processing().get(doomed) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert client.processing().get(doomed), "no job reached the doomed worker"
+            time.sleep(2)  # mid-notebook
+            running = [str(key) for key in client.processing().get(doomed, [])]
+            cluster.kill("doomed")
+        grader.join(timeout=600)
+        assert not grader.is_alive(), "grading did not finish after a worker died"
+        if "error" in outcome:
+            raise outcome["error"]
+        result = outcome["result"]
+        assert grades_without_seconds(result) == grades_without_seconds(local_run)
+        hosts = {safe_id(row.student_id): row.host for row in result.rows}
+        interrupted = [student for student in hosts if any(f"-{student}-" in key for key in running)]
+        assert interrupted, f"nothing was running on the doomed worker when it died: {running}"
+        assert {hosts[student] for student in interrupted} == {cluster.addresses["survivor"]}, \
+            "the job the doomed worker was running was run again on the survivor"
