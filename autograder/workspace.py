@@ -22,6 +22,8 @@ from traitlets.config import Config
 
 from autograder import config as course_config
 
+GRADEBOOK_LOCK = 0x6E62677264  # the advisory lock's key: any number the graders agree on ("nbgrd")
+
 
 @contextlib.contextmanager
 def tools_on_path():
@@ -48,6 +50,28 @@ def database_problem(db_url: str) -> str | None:
     except Exception as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return f"cannot connect to the gradebook database: {first}"
+    finally:
+        engine.dispose()
+
+
+@contextlib.contextmanager
+def gradebook_lock(db_url: str):
+    """Hold a PostgreSQL advisory lock while nbgrader sets up a shared gradebook: creating the tables
+    and recording an assignment are not safe to run twice at once (two graders starting together).
+    Each grading worker writes only its own student's rows and needs no lock. No-op for SQLite."""
+    if not db_url.startswith("postgresql"):
+        yield
+        return
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(db_url)
+    try:
+        with engine.connect() as connection:
+            connection.execute(sqlalchemy.text("SELECT pg_advisory_lock(:key)"), {"key": GRADEBOOK_LOCK})
+            try:
+                yield
+            finally:
+                connection.execute(sqlalchemy.text("SELECT pg_advisory_unlock(:key)"), {"key": GRADEBOOK_LOCK})
     finally:
         engine.dispose()
 
@@ -97,7 +121,7 @@ class Workspace:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copytree(source_assignment, target, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
         config = self.config()
-        with tools_on_path():
+        with tools_on_path(), gradebook_lock(self.db_url):
             app = GenerateAssignment(coursedir=self._coursedir(config), config=config)
             app.force = True
             app.start()

@@ -86,12 +86,7 @@ def postgres(database: str = "gradebook") -> Iterator[str]:
                                       stdout=handle, stderr=subprocess.STDOUT)
         _wait("PostgreSQL", lambda: psycopg2.connect(host="127.0.0.1", port=port, user="grader",
                                                       dbname="postgres").close() or True, log=log)
-        admin = psycopg2.connect(host="127.0.0.1", port=port, user="grader", dbname="postgres")
-        admin.autocommit = True
-        with admin.cursor() as cursor:
-            cursor.execute(f'CREATE DATABASE "{database}"')
-        admin.close()
-        yield f"postgresql+psycopg2://grader@127.0.0.1:{port}/{database}"
+        yield create_database(f"postgresql+psycopg2://grader@127.0.0.1:{port}/postgres", database)
     finally:
         if server:
             # SIGINT is PostgreSQL's fast shutdown; sent to the postmaster itself, not to runuser
@@ -99,6 +94,20 @@ def postgres(database: str = "gradebook") -> Iterator[str]:
                 os.kill(int((data / "postmaster.pid").read_text().split()[0]), signal.SIGINT)
             _stop(server)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def create_database(server_url: str, name: str) -> str:
+    """Create the empty database `name` on the server of `server_url`; return its URL."""
+    import psycopg2
+    from sqlalchemy.engine import make_url
+
+    url = make_url(server_url)
+    admin = psycopg2.connect(host=url.host, port=url.port, user=url.username, dbname="postgres")
+    admin.autocommit = True
+    with admin.cursor() as cursor:
+        cursor.execute(f'CREATE DATABASE "{name}"')
+    admin.close()
+    return url.set(database=name).render_as_string(hide_password=False)
 
 
 class DaskCluster:

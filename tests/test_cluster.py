@@ -4,9 +4,13 @@ notebooks, a real PostgreSQL server keeps the gradebook, and the grades are thos
 from __future__ import annotations
 
 import csv
+import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +18,9 @@ from autograder import demo, export
 from autograder.config import COURSE_ID
 from autograder.grade import GradingError, Options, grade_class, safe_id
 from tests import notebooks, servers
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
 
 ASSIGNMENT = "00_gpu_setup"
 HONEST = ("ada", "bo", "chen", "dora")
@@ -144,3 +151,27 @@ def test_a_worker_killed_mid_run_loses_no_submission(course, local_run, tmp_path
         assert interrupted, f"nothing was running on the doomed worker when it died: {running}"
         assert {hosts[student] for student in interrupted} == {cluster.addresses["survivor"]}, \
             "the job the doomed worker was running was run again on the survivor"
+
+
+def test_two_graders_share_one_new_postgres_gradebook_at_once(course, gradebook_url, tmp_path):
+    """Two instructors grade halves of the class with `autograder grade` at the same moment, into
+    one gradebook that neither has set up yet."""
+    url = servers.create_database(gradebook_url, "shared")
+    shutil.copyfile(ROOT / "nbgrader_config.py", course["root"] / "nbgrader_config.py")
+    graders = {}
+    for name, students in {"first": HONEST[:2], "second": HONEST[2:]}.items():
+        for student in students:
+            shutil.copytree(course["submissions"] / student, tmp_path / name / student)
+        graders[name] = subprocess.Popen(
+            [str(BIN / "autograder"), "grade", ASSIGNMENT, "--submissions", str(tmp_path / name),
+             "--out", str(tmp_path / f"out-{name}"), "--workers", "2", "--timeout", str(TIMEOUT), "--db", url],
+            cwd=course["root"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={key: value for key, value in os.environ.items() if key != "COURSE_ROOT"})
+    for name, grader in graders.items():
+        output, _ = grader.communicate(timeout=600)
+        assert grader.returncode == 0, output
+    from nbgrader.api import Gradebook
+
+    with Gradebook(url, COURSE_ID) as gradebook:
+        for student in HONEST:
+            assert gradebook.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, safe_id(student)).score == 6.0, student
