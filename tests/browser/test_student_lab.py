@@ -108,7 +108,8 @@ def test_validate_after_solving_one_exercise_reports_only_the_others(lab, notebo
     assert saved.source == answer, f"the cell holds what was typed:\n{saved.source}"
     assert saved.execution_count and not lab_ui.error_text(saved), f"the solution ran: {saved.outputs}"
 
-    page.locator(".jp-NotebookPanel-toolbar .jp-ToolbarButton", has_text="Validate").click()
+    validate = page.locator(".jp-NotebookPanel-toolbar .jp-ToolbarButton", has_text="Validate")
+    lab_ui.wait_visible(page, validate, "nbgrader's Validate button in the notebook toolbar").first.click()
     dialog = lab_ui.wait_visible(page, page.locator(".jp-Dialog-content"), "nbgrader's validation dialog",
                                  timeout=lab_ui.KERNEL_TIMEOUT)
     text = dialog.first.inner_text()
