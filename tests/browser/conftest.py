@@ -12,14 +12,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser.courses import LAYOUT
+
 CHROMIUM = Path("/usr/bin/chromium")
-ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = ROOT / "build" / "screenshots"
+SCREENSHOTS = LAYOUT.build / "screenshots"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-def _require_chromium() -> None:
+@pytest.fixture(scope="session", autouse=True)
+def require_chromium() -> None:
+    """Before any server starts: skip on COURSE_SKIP_BROWSER=1, fail when Chromium is missing."""
     if os.environ.get("COURSE_SKIP_BROWSER") == "1":
         pytest.skip("COURSE_SKIP_BROWSER=1: browser tests skipped")
     if not CHROMIUM.exists():
@@ -30,7 +33,6 @@ def _require_chromium() -> None:
 @pytest.fixture(scope="module")
 def browser_context():
     """A headless Chromium with a fresh profile, shared by the tests of one module."""
-    _require_chromium()
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile, sync_playwright() as playwright:

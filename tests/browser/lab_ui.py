@@ -11,6 +11,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Locator, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -18,16 +19,28 @@ KERNEL_TIMEOUT = 120.0
 CELLS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell"
 
 
+def visible_text(page: Page) -> str:
+    """The text of the page and of each frame in it (the formgrader lives in an iframe)."""
+    texts = [page.inner_text("body")[:3000]]
+    for frame in page.frames[1:]:
+        try:
+            texts.append(f"--- frame {frame.url}:\n{frame.inner_text('body')[:3000]}")
+        except PlaywrightError:  # a frame that went away while we read
+            continue
+    return "\n".join(texts)
+
+
 def fail_with_page(page: Page, what: str) -> None:
-    pytest.fail(f"{what}; the page shows:\n{page.inner_text('body')[:3000]}", pytrace=False)
+    pytest.fail(f"{what}; the page shows:\n{visible_text(page)}", pytrace=False)
 
 
 def wait_visible(page: Page, locator: Locator, what: str, timeout: float = 30.0) -> Locator:
     try:
         locator.first.wait_for(state="visible", timeout=timeout * 1000)
+        return locator
     except PlaywrightTimeout:
-        fail_with_page(page, f"{what} did not appear within {timeout:.0f} s")
-    return locator
+        pass
+    fail_with_page(page, f"{what} did not appear within {timeout:.0f} s")
 
 
 def open_notebook(page: Page, url: str) -> None:
@@ -75,9 +88,10 @@ def save_and_read(page: Page, path: Path) -> nbformat.NotebookNode:
     dirty = page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")
     try:
         dirty.wait_for(state="detached", timeout=30_000)
+        return nbformat.read(path, as_version=4)
     except PlaywrightTimeout:
-        fail_with_page(page, "the notebook was still unsaved 30 s after Ctrl+S")
-    return nbformat.read(path, as_version=4)
+        pass
+    fail_with_page(page, "the notebook was still unsaved 30 s after Ctrl+S")
 
 
 def error_text(cell) -> str:

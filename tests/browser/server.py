@@ -110,6 +110,12 @@ class LabServer:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-5000:] if self.log_path.exists() else ""
 
+    def __enter__(self) -> "LabServer":
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
     def stop(self) -> None:
         if self._process is None or self._process.poll() is not None:
             return

@@ -12,11 +12,9 @@ from tests.browser.server import LabServer
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    server = LabServer(instructor_copy(tmp_path_factory.mktemp("instructor-course")),
-                       tmp_path_factory.mktemp("instructor-jupyter"))
-    server.start()
-    yield server
-    server.stop()
+    with LabServer(instructor_copy(tmp_path_factory.mktemp("instructor-course")),
+                   tmp_path_factory.mktemp("instructor-jupyter")) as server:
+        yield server
 
 
 def test_formgrader_lists_every_source_assignment(lab, page):

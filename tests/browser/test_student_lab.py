@@ -37,10 +37,8 @@ def _prints(source: str) -> bool:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    server = LabServer(tmp_path_factory.mktemp("student-course"), tmp_path_factory.mktemp("student-jupyter"))
-    server.start()
-    yield server
-    server.stop()
+    with LabServer(tmp_path_factory.mktemp("student-course"), tmp_path_factory.mktemp("student-jupyter")) as server:
+        yield server
 
 
 @pytest.fixture
