@@ -11,7 +11,7 @@ PROFILE ?= ci
 export PATH := $(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: run test test-gpu release release-check lab doctor lock conda-lock clean venv bench system-packages
+.PHONY: run test test-gpu release release-check lab student-bundle doctor lock conda-lock clean venv bench system-packages
 
 venv: $(STAMP)
 
@@ -54,9 +54,17 @@ release-check: $(STAMP)
 doctor: $(STAMP)
 	$(BIN)/course doctor
 
-# JupyterLab on the student release, with the course kernel and nbgrader's extensions.
+# JupyterLab opening release/, with the course kernel and nbgrader's extensions (Validate, the
+# formgrader). Its root is the course directory, where nbgrader finds nbgrader_config.py and source/.
+# LAB_ARGS passes more options, e.g. make lab LAB_ARGS="--no-browser --port=8899".
+LAB_ARGS ?=
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=release
+	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/release \
+	    $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+
+# What students get: build/student-bundle.zip (release/, course/, install files, a README).
+student-bundle: $(STAMP)
+	$(BIN)/autograder student-bundle --out build/student-bundle.zip
 
 # Regenerate the hash-pinned lock from pyproject.toml (needs network access to the package index).
 lock:

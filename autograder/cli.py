@@ -9,6 +9,7 @@ from pathlib import Path
 
 from course import syllabus
 from course.layout import CourseRootNotFound, Layout
+from autograder.bundle import BundleError
 from autograder.grade import GradingError
 
 
@@ -79,6 +80,15 @@ def _course_run(args) -> int:
     return 0 if course_run.ok(lines) else 1
 
 
+def _student_bundle(args) -> int:
+    from autograder import bundle
+
+    layout = Layout.find()
+    out = Path(args.out) if args.out else layout.build / "student-bundle.zip"
+    print(f"student bundle: {bundle.build_bundle(layout, out)}")
+    return 0
+
+
 def _positive(kind):
     def parse(text: str):
         try:
@@ -128,6 +138,10 @@ def parser() -> argparse.ArgumentParser:
     run = commands.add_parser("course-run", help="execute, check the release, grade the demo class, report")
     run.add_argument("--profile", default="ci", choices=syllabus.PROFILES)
     run.set_defaults(run=_course_run)
+
+    student = commands.add_parser("student-bundle", help="zip what students get: release/, course/, install files, README")
+    student.add_argument("--out", help="zip file to write (default build/student-bundle.zip)")
+    student.set_defaults(run=_student_bundle)
     return top
 
 
@@ -136,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except (syllabus.UnknownAssignmentError, syllabus.UnknownProfileError, CourseRootNotFound,
-            NotADirectoryError, GradingError) as error:
+            NotADirectoryError, GradingError, BundleError) as error:
         print(f"autograder: {error}", file=sys.stderr)
         return 2
 
