@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from tests.servers import free_port
 
 START_TIMEOUT = 120.0
 
@@ -29,12 +30,6 @@ LAB_SETTINGS = {
                                                                         "checkForUpdates": False},
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
 }
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def isolated_env(scratch: Path) -> dict[str, str]:
