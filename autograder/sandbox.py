@@ -124,6 +124,8 @@ def command(kernel_cmd: list[str], *, scratch: Path, sockets: Path, connection_f
             args += ["--symlink", os.readlink(path), folder]
         elif path.exists():
             args += ["--ro-bind", folder, folder]
+    # private /proc, /dev and /tmp before the binds: a venv or checkout under /tmp is bound on top
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for secret in MASKED:
         if Path(secret).is_dir():
             args += ["--tmpfs", secret]
@@ -136,8 +138,7 @@ def command(kernel_cmd: list[str], *, scratch: Path, sockets: Path, connection_f
             bound.add(root)
     package = course_package()
     args += ["--ro-bind", str(package), str(package)]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-             "--bind", str(scratch), str(scratch), "--chdir", str(scratch),
+    args += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch),
              "--bind", str(sockets), str(sockets),
              "--ro-bind", str(connection_file), str(connection_file),
              "--setenv", "HOME", str(scratch), "--setenv", "TMPDIR", "/tmp",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nbformat
 import pytest
 from nbclient import NotebookClient
@@ -93,3 +95,15 @@ def test_the_mode_is_chosen_by_the_environment(monkeypatch):
         sandbox.mode()
     monkeypatch.setenv(sandbox.ENV_MODE, "auto")
     assert sandbox.mode() == "none"
+
+
+def test_a_checkout_under_tmp_is_bound_over_the_private_tmp(monkeypatch, tmp_path):
+    """The sandbox's own /tmp must not hide a venv or a course checkout that lives under /tmp."""
+    venv = Path("/tmp/checkout/.venv")
+    monkeypatch.setattr(sandbox, "readable_roots", lambda: [venv])
+    monkeypatch.setattr(sandbox, "course_package", lambda: Path("/tmp/checkout/course"))
+    args = sandbox.command(["python"], scratch=tmp_path / "work", sockets=tmp_path / "sockets",
+                           connection_file=tmp_path / "kernel.json")
+    private_tmp = next(i for i, (a, b) in enumerate(zip(args, args[1:])) if (a, b) == ("--tmpfs", "/tmp"))
+    for bound in (str(venv), "/tmp/checkout/course", str(tmp_path / "work")):
+        assert args.index(bound) > private_tmp, f"{bound} is bound before /tmp is replaced, so it is hidden"
