@@ -5,7 +5,8 @@ Both executors take the same `jobs.Job`s and yield the same `jobs.Outcome`s, as 
 - `LocalExecutor`: one thread per local worker, each with its own copy of the nbgrader course
   directory, so no two jobs share a gradebook file;
 - `DaskExecutor`: every job is a Dask task. The course directory travels once to the cluster as a
-  tar archive (`client.scatter`); each task unpacks it into a fresh temporary folder on its worker
+  tar archive, itself a task that every job depends on (so the scheduler can rebuild it when the
+  workers that held it are gone); each task unpacks it into a fresh temporary folder on its worker
   and runs `jobs.run` there, so workers need the course's environment but no shared file system.
   The `gpu` profile asks for the `GPU` resource, so it only lands on workers started with
   `--resources GPU=1`. A worker that dies mid-job loses nothing: the scheduler runs its tasks again
@@ -70,6 +71,10 @@ def pack(workspace: Workspace) -> bytes:
     return buffer.getvalue()
 
 
+def _course_directory(packed: bytes) -> bytes:
+    return packed
+
+
 def run_on_worker(template: bytes, job: jobs.Job) -> jobs.Outcome:
     """The Dask task: unpack the course directory into a fresh folder and run the job there."""
     from distributed import get_worker
@@ -99,7 +104,10 @@ class DaskExecutor:
             self.close()
             raise ClusterError("the gpu profile needs a worker with the GPU resource; none of the cluster's "
                                "workers has one (start them with `dask worker ... --resources GPU=1`)")
-        self.template = self.client.scatter(pack(template), broadcast=False)
+        # a task, not scattered data: when the worker holding it dies, the scheduler recomputes it
+        # from the graph (scattered data would be lost, and every job waiting on it cancelled)
+        self.template = self.client.submit(_course_directory, pack(template), pure=False,
+                                           key=f"course-template-{uuid.uuid4().hex[:8]}")
         self.size = len(self.client.scheduler_info()["workers"])
 
     def workers_with(self, resource: str) -> list[str]:

@@ -126,6 +126,10 @@ class DaskCluster:
                                   "--no-dashboard", "--scheduler-file", str(scheduler_file)])
         self.address = _wait("the Dask scheduler", lambda: json.loads(scheduler_file.read_text())["address"],
                              log=self.folder / "scheduler.log")
+        self.add_workers(workers)
+
+    def add_workers(self, workers: dict[str, dict[str, float]]) -> None:
+        """Start more workers and wait until the scheduler knows them."""
         for name, resources in workers.items():
             command = [self.dask, "worker", self.address, "--name", name, "--nthreads", "1", "--no-nanny",
                        "--no-dashboard", "--host", "127.0.0.1", "--local-directory", str(self.folder / name)]
@@ -135,8 +139,18 @@ class DaskCluster:
         from distributed import Client
 
         with Client(self.address, timeout=START_SECONDS) as client:
-            client.wait_for_workers(len(workers), timeout=START_SECONDS)
-            self.addresses = {info["name"]: address for address, info in client.scheduler_info()["workers"].items()}
+            deadline = time.monotonic() + START_SECONDS
+            while not set(workers) <= self._names(client) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            if not set(workers) <= self._names(client):
+                pytest.fail(f"Dask workers {sorted(set(workers) - self._names(client))} did not join\n"
+                            + "\n".join(self.log(name)[-1500:] for name in workers))
+            self.addresses.update({info["name"]: address
+                                   for address, info in client.scheduler_info()["workers"].items()})
+
+    @staticmethod
+    def _names(client) -> set[str]:
+        return {info["name"] for info in client.scheduler_info()["workers"].values()}
 
     def _start(self, name: str, command: list[str]) -> None:
         with open(self.folder / f"{name}.log", "wb") as log:
