@@ -8,8 +8,10 @@ the worker and every descendant (the kernel, anything the student started). Addr
 
 from __future__ import annotations
 
+import multiprocessing
 import subprocess
 import time
+from typing import Callable
 from dataclasses import dataclass
 
 import psutil
@@ -53,36 +55,64 @@ def kill_tree(processes: list[psutil.Process]) -> None:
     psutil.wait_procs(processes, timeout=5)
 
 
+def _watch(root: psutil.Process, exited: Callable[[], bool], start: float, timeout: float,
+           memory_bytes: int) -> tuple[bool, bool, int]:
+    """Poll `root`'s tree until `exited()`; kill it past the bounds. (timed out, memory exceeded, peak)"""
+    peak, known = 0, [root]
+    timed_out = memory_exceeded = False
+    while not exited():
+        known = _tree(root) or known
+        peak = max(peak, _rss(known))
+        if peak > memory_bytes:
+            memory_exceeded = True
+        elif time.monotonic() - start > timeout:
+            timed_out = True
+        if timed_out or memory_exceeded:
+            kill_tree(_tree(root) or known)
+            break
+        time.sleep(POLL_SECONDS)
+    # the worker may exit and leave a kernel behind: nothing of this run outlives it
+    kill_tree([process for process in known[1:] if process.is_running()])
+    return timed_out, memory_exceeded, peak
+
+
+def _tail(stderr_path: str | None) -> str:
+    if not stderr_path:
+        return ""
+    with open(stderr_path, "rb") as handle:
+        return handle.read()[-4000:].decode("utf-8", "replace")
+
+
 def run_bounded(command: list[str], *, timeout: float, memory_bytes: int, env: dict | None = None,
                 cwd: str | None = None, stderr_path: str | None = None) -> Outcome:
     """Run `command`; kill it and its descendants past `timeout` seconds or `memory_bytes` of RSS."""
     start = time.monotonic()
-    stderr = open(stderr_path, "w+b") if stderr_path else subprocess.DEVNULL
+    stderr = open(stderr_path, "wb") if stderr_path else subprocess.DEVNULL
     try:
         child = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=stderr,
                                  stdin=subprocess.DEVNULL, start_new_session=True)
-        root = psutil.Process(child.pid)
-        peak, known = 0, [root]
-        timed_out = memory_exceeded = False
-        while child.poll() is None:
-            known = _tree(root) or known
-            peak = max(peak, _rss(known))
-            if peak > memory_bytes:
-                memory_exceeded = True
-            elif time.monotonic() - start > timeout:
-                timed_out = True
-            if timed_out or memory_exceeded:
-                kill_tree(_tree(root) or known)
-                break
-            time.sleep(POLL_SECONDS)
-        # the worker may exit and leave a kernel behind: nothing of this run outlives it
-        kill_tree([process for process in known[1:] if process.is_running()])
-        returncode = child.wait()
-        tail = ""
-        if stderr_path:
-            stderr.seek(0)
-            tail = stderr.read()[-4000:].decode("utf-8", "replace")
-        return Outcome(returncode, time.monotonic() - start, timed_out, memory_exceeded, peak, tail)
     finally:
         if stderr_path:
             stderr.close()
+    timed_out, memory_exceeded, peak = _watch(psutil.Process(child.pid), lambda: child.poll() is not None,
+                                              start, timeout, memory_bytes)
+    returncode = child.wait()
+    return Outcome(returncode, time.monotonic() - start, timed_out, memory_exceeded, peak, _tail(stderr_path))
+
+
+def call_bounded(process: "multiprocessing.process.BaseProcess", *, timeout: float, memory_bytes: int,
+                 stderr_path: str | None = None) -> Outcome:
+    """Start `process` (a multiprocessing Process, e.g. forked from a warm forkserver) under the same
+    bounds as `run_bounded`; its target is expected to write its stderr to `stderr_path`."""
+    start = time.monotonic()
+    process.start()
+    try:
+        root = psutil.Process(process.pid)
+    except psutil.NoSuchProcess:  # it already ended
+        process.join()
+        return Outcome(process.exitcode, time.monotonic() - start, stderr_tail=_tail(stderr_path))
+    timed_out, memory_exceeded, peak = _watch(root, lambda: process.exitcode is not None, start, timeout,
+                                              memory_bytes)
+    process.join()
+    return Outcome(process.exitcode, time.monotonic() - start, timed_out, memory_exceeded, peak,
+                   _tail(stderr_path))

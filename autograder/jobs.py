@@ -3,7 +3,7 @@
     outcome = jobs.run(job, workspace_root, job_dir)
 
 `run` writes the student's notebook and `job.json` into `job_dir`, runs `autograder.worker` (nbgrader's
-autograde and feedback) under `bounds.run_bounded` against the nbgrader course directory at
+autograde and feedback) in a bounded process of its own (`autograder.bounds`) against the nbgrader course directory at
 `workspace_root`, and returns what happened as plain data (an `Outcome`, which pickles and travels
 back from a Dask worker). It never raises for anything the student's notebook does.
 """
@@ -11,6 +11,7 @@ back from a Dask worker). It never raises for anything the student's notebook do
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import platform
 import shutil
@@ -19,6 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import bounds
+
+# grading processes fork from a server that has imported nbgrader once (saves seconds per notebook)
+_FORKSERVER = multiprocessing.get_context("forkserver")
+_FORKSERVER.set_forkserver_preload(["autograder.worker"])
+
+
+def _run_forked(*args) -> None:
+    from autograder import worker
+
+    worker.run_forked(*args)
 
 @dataclass(frozen=True)
 class Job:
@@ -59,9 +70,14 @@ def run(job: Job, workspace_root: Path, job_dir: Path, *, host: str = "") -> Out
         "cell_timeout": int(job.timeout), "db_url": job.db_url}), encoding="utf-8")
     env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
                AUTOGRADER_SANDBOX=job.sandbox)
-    bounded = bounds.run_bounded([sys.executable, "-m", "autograder.worker", str(job_path)],
-                                 timeout=job.timeout + 30, memory_bytes=job.memory_bytes, env=env,
-                                 cwd=str(job_dir), stderr_path=str(job_dir / "worker.log"))
+    log = str(job_dir / "worker.log")
+    limits = {"timeout": job.timeout + 30, "memory_bytes": job.memory_bytes, "stderr_path": log}
+    if multiprocessing.current_process().daemon:  # e.g. a Dask worker under its nanny: no children
+        bounded = bounds.run_bounded([sys.executable, "-m", "autograder.worker", str(job_path)], env=env,
+                                     cwd=str(job_dir), **limits)
+    else:
+        bounded = bounds.call_bounded(_FORKSERVER.Process(target=_run_forked, args=(str(job_path), log, env,
+                                                                                     str(job_dir))), **limits)
     host = host or platform.node()
     seconds = round(bounded.seconds, 2)
     if bounded.memory_exceeded or bounded.timed_out:

@@ -1,8 +1,10 @@
-"""One submission graded in its own process: `python -m autograder.worker JOB.json`.
+"""One submission graded in its own process: `python -m autograder.worker JOB.json`, or `run_forked`
+in a process forked from a warm forkserver that has imported this module once (so a notebook does
+not pay nbgrader's 1-3 s of imports again).
 
-The driver writes the job (workspace, student, notebook file, profile, cell timeout), runs this
-module under `bounds.run_bounded`, and reads `<job>.result.json`. A crash, a hang or a memory
-blow-up of the student's kernel can only take this process down, never the class.
+The driver writes the job (workspace, student, notebook file, profile, cell timeout), runs it under
+`autograder.bounds`, and reads `<job>.result.json`. A crash, a hang or a memory blow-up of the
+student's kernel can only take this process down, never the class.
 """
 
 from __future__ import annotations
@@ -17,11 +19,15 @@ import signal
 import sys
 from pathlib import Path
 
-import nbformat
-from nbgrader.api import Gradebook, MissingEntry
+# jsonschema's optional IRI format checker compiles 38 lark grammars when imported (about a second
+# per process); nothing here validates IRIs, and nbformat's schema has no such format.
+sys.modules.setdefault("rfc3987_syntax", None)
 
-from autograder.config import COURSE_ID
-from autograder.workspace import Workspace
+import nbformat  # noqa: E402
+from nbgrader.api import Gradebook, MissingEntry  # noqa: E402
+
+from autograder.config import COURSE_ID  # noqa: E402
+from autograder.workspace import Workspace  # noqa: E402
 
 TIMEOUT_ERRORS = ("CellTimeoutError", "TimeoutError")
 PR_SET_PDEATHSIG = 1
@@ -120,6 +126,24 @@ def main(argv: list[str]) -> int:
     result = grade(job)
     job_path.with_suffix(".result.json").write_text(json.dumps(result), encoding="utf-8")
     return 0
+
+
+def run_forked(job_path: str, stderr_path: str, env: dict[str, str], cwd: str) -> None:
+    """The forked process's target: set up what `python -m autograder.worker` would get (its own
+    session, stdin/stdout on /dev/null, stderr into `stderr_path`, `env`, `cwd`), then `main`."""
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    log = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    for source, target in ((null, 0), (null, 1), (log, 2)):
+        os.dup2(source, target)
+    os.close(null)
+    os.close(log)
+    sys.stdout = open(1, "w", closefd=False)
+    sys.stderr = open(2, "w", closefd=False, buffering=1)
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    sys.exit(main([job_path]))
 
 
 if __name__ == "__main__":

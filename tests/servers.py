@@ -111,11 +111,13 @@ def create_database(server_url: str, name: str) -> str:
 
 
 class DaskCluster:
-    """A `dask scheduler` and named `dask worker`s, each its own process (no nanny: a killed worker
-    stays dead, as when its machine goes away)."""
+    """A `dask scheduler` and named `dask worker`s, each its own process. With `nanny` (dask's
+    default) each worker runs as a daemon child of a nanny process; without it a killed worker stays
+    dead, as when its machine goes away."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, nanny: bool = True):
         self.folder = folder
+        self.nanny = nanny
         self.dask = str(Path(sys.executable).parent / "dask")
         self.processes: dict[str, subprocess.Popen] = {}
         self.address, self.addresses = "", {}
@@ -131,8 +133,8 @@ class DaskCluster:
     def add_workers(self, workers: dict[str, dict[str, float]]) -> None:
         """Start more workers and wait until the scheduler knows them."""
         for name, resources in workers.items():
-            command = [self.dask, "worker", self.address, "--name", name, "--nthreads", "1", "--no-nanny",
-                       "--no-dashboard", "--host", "127.0.0.1", "--local-directory", str(self.folder / name)]
+            command = [self.dask, "worker", self.address, "--name", name, "--nthreads", "1",
+                       "--nanny" if self.nanny else "--no-nanny", "--no-dashboard", "--host", "127.0.0.1", "--local-directory", str(self.folder / name)]
             if resources:
                 command += ["--resources", " ".join(f"{key}={value:g}" for key, value in resources.items())]
             self._start(name, command)
@@ -172,9 +174,9 @@ class DaskCluster:
 
 
 @contextlib.contextmanager
-def dask_cluster(folder: Path, workers: dict[str, dict[str, float]]) -> Iterator[DaskCluster]:
+def dask_cluster(folder: Path, workers: dict[str, dict[str, float]], nanny: bool = True) -> Iterator[DaskCluster]:
     folder.mkdir(parents=True, exist_ok=True)
-    cluster = DaskCluster(folder)
+    cluster = DaskCluster(folder, nanny)
     try:
         cluster.start(workers)
         yield cluster

@@ -119,7 +119,7 @@ def test_an_unreachable_database_stops_grading_with_the_reason(course, tmp_path)
 def test_a_worker_killed_mid_run_loses_no_submission(course, local_run, tmp_path):
     """The only worker dies in the middle of a notebook, holding the only copy of the course
     directory; a new worker joins. Every job, and the course directory, must be run again there."""
-    with servers.dask_cluster(tmp_path / "dask", {"doomed": {}}) as cluster:
+    with servers.dask_cluster(tmp_path / "dask", {"doomed": {}}, nanny=False) as cluster:
         from distributed import Client
 
         outcome = {}
