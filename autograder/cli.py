@@ -9,7 +9,6 @@ from pathlib import Path
 
 from course import syllabus
 from course.layout import CourseRootNotFound, Layout
-from autograder.bundle import BundleError
 from autograder.grade import GradingError
 
 
@@ -85,7 +84,11 @@ def _student_bundle(args) -> int:
 
     layout = Layout.find()
     out = Path(args.out) if args.out else layout.build / "student-bundle.zip"
-    print(f"student bundle: {bundle.build_bundle(layout, out)}")
+    try:
+        print(f"student bundle: {bundle.build_bundle(layout, out)}")
+    except bundle.BundleError as error:
+        print(f"autograder: {error}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -150,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except (syllabus.UnknownAssignmentError, syllabus.UnknownProfileError, CourseRootNotFound,
-            NotADirectoryError, GradingError, BundleError) as error:
+            NotADirectoryError, GradingError) as error:
         print(f"autograder: {error}", file=sys.stderr)
         return 2
 

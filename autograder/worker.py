@@ -19,15 +19,11 @@ import signal
 import sys
 from pathlib import Path
 
-# jsonschema's optional IRI format checker compiles 38 lark grammars when imported (about a second
-# per process); nothing here validates IRIs, and nbformat's schema has no such format.
-sys.modules.setdefault("rfc3987_syntax", None)
+import nbformat
+from nbgrader.api import Gradebook, MissingEntry
 
-import nbformat  # noqa: E402
-from nbgrader.api import Gradebook, MissingEntry  # noqa: E402
-
-from autograder.config import COURSE_ID  # noqa: E402
-from autograder.workspace import Workspace  # noqa: E402
+from autograder.config import COURSE_ID
+from autograder.workspace import Workspace
 
 TIMEOUT_ERRORS = ("CellTimeoutError", "TimeoutError")
 PR_SET_PDEATHSIG = 1
