@@ -2,9 +2,9 @@
 
     outcome = jobs.run(job, workspace_root, job_dir)
 
-`run` writes the student's notebook and `job.json` into `job_dir`, runs `autograder.worker` (nbgrader's
-autograde and feedback) in a bounded process of its own (`autograder.bounds`) against the nbgrader course directory at
-`workspace_root`, and returns what happened as plain data (an `Outcome`, which pickles and travels
+`run` writes the student's notebook and `job.json` into `job_dir`, runs `autograder.worker`
+(nbgrader's autograde and feedback) in a bounded process of its own (`autograder.bounds`) against
+the nbgrader course directory at `workspace_root`, and returns what happened as plain data (an `Outcome`, which pickles and travels
 back from a Dask worker). It never raises for anything the student's notebook does.
 """
 
@@ -19,17 +19,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import bounds
+from autograder import bounds, worker
 
 # grading processes fork from a server that has imported nbgrader once (saves seconds per notebook)
 _FORKSERVER = multiprocessing.get_context("forkserver")
 _FORKSERVER.set_forkserver_preload(["autograder.worker"])
 
-
-def _run_forked(*args) -> None:
-    from autograder import worker
-
-    worker.run_forked(*args)
 
 @dataclass(frozen=True)
 class Job:
@@ -76,8 +71,8 @@ def run(job: Job, workspace_root: Path, job_dir: Path, *, host: str = "") -> Out
         bounded = bounds.run_bounded([sys.executable, "-m", "autograder.worker", str(job_path)], env=env,
                                      cwd=str(job_dir), **limits)
     else:
-        bounded = bounds.call_bounded(_FORKSERVER.Process(target=_run_forked, args=(str(job_path), log, env,
-                                                                                     str(job_dir))), **limits)
+        forked = _FORKSERVER.Process(target=worker.run_forked, args=(str(job_path), log, env, str(job_dir)))
+        bounded = bounds.call_bounded(forked, **limits)
     host = host or platform.node()
     seconds = round(bounded.seconds, 2)
     if bounded.memory_exceeded or bounded.timed_out:
