@@ -8,13 +8,15 @@ the worker and every descendant (the kernel, anything the student started). Addr
 
 from __future__ import annotations
 
-import multiprocessing
 import subprocess
 import time
-from typing import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import psutil
+
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
 
 POLL_SECONDS = 0.25
 
@@ -100,7 +102,7 @@ def run_bounded(command: list[str], *, timeout: float, memory_bytes: int, env: d
     return Outcome(returncode, time.monotonic() - start, timed_out, memory_exceeded, peak, _tail(stderr_path))
 
 
-def call_bounded(process: "multiprocessing.process.BaseProcess", *, timeout: float, memory_bytes: int,
+def call_bounded(process: BaseProcess, *, timeout: float, memory_bytes: int,
                  stderr_path: str | None = None) -> Outcome:
     """Start `process` (a multiprocessing Process, e.g. forked from a warm forkserver) under the same
     bounds as `run_bounded`; its target is expected to write its stderr to `stderr_path`."""

@@ -19,7 +19,7 @@ def _grade(args) -> int:
     layout = Layout.find()
     if args.sandbox:
         os.environ[sandbox.ENV_MODE] = args.sandbox
-    try:  # decided once here; the grading workers inherit the decision
+    try:  # said once here, before any work; grade_class hands the same decision to every job
         os.environ[sandbox.ENV_MODE] = sandbox.mode()
     except sandbox.SandboxUnavailable as error:
         raise GradingError(str(error)) from None

@@ -26,7 +26,8 @@ from typing import Callable
 import nbformat
 
 from autograder import __version__, executors, intake, jobs, sandbox, tamper
-from autograder.workspace import Workspace, database_problem
+from autograder.gradebook import database_problem
+from autograder.workspace import Workspace
 
 @dataclass
 class Options:

@@ -21,8 +21,7 @@ from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
 from autograder import config as course_config
-
-GRADEBOOK_LOCK = 0x6E62677264  # the advisory lock's key: any number the graders agree on ("nbgrd")
+from autograder.gradebook import gradebook_lock
 
 
 @contextlib.contextmanager
@@ -34,46 +33,6 @@ def tools_on_path():
         yield
     finally:
         os.environ["PATH"] = previous
-
-
-def database_problem(db_url: str) -> str | None:
-    """Why nbgrader could not keep its gradebook at `db_url` (an SQLAlchemy URL), or None."""
-    import sqlalchemy
-
-    try:
-        engine = sqlalchemy.create_engine(db_url)
-    except Exception as error:  # bad URL, missing driver
-        return f"--db {db_url!r} is not a usable SQLAlchemy URL: {error}"
-    try:
-        with engine.connect():
-            return None
-    except Exception as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        return f"cannot connect to the gradebook database: {first}"
-    finally:
-        engine.dispose()
-
-
-@contextlib.contextmanager
-def gradebook_lock(db_url: str):
-    """Hold a PostgreSQL advisory lock while nbgrader sets up a shared gradebook: creating the tables
-    and recording an assignment are not safe to run twice at once (two graders starting together).
-    Each grading worker writes only its own student's rows and needs no lock. No-op for SQLite."""
-    if not db_url.startswith("postgresql"):
-        yield
-        return
-    import sqlalchemy
-
-    engine = sqlalchemy.create_engine(db_url)
-    try:
-        with engine.connect() as connection:
-            connection.execute(sqlalchemy.text("SELECT pg_advisory_lock(:key)"), {"key": GRADEBOOK_LOCK})
-            try:
-                yield
-            finally:
-                connection.execute(sqlalchemy.text("SELECT pg_advisory_unlock(:key)"), {"key": GRADEBOOK_LOCK})
-    finally:
-        engine.dispose()
 
 
 @dataclass
