@@ -57,24 +57,29 @@ def kill_tree(processes: list[psutil.Process]) -> None:
     psutil.wait_procs(processes, timeout=5)
 
 
+def _none() -> list[psutil.Process]:
+    return []
+
+
 def _watch(root: psutil.Process, exited: Callable[[], bool], start: float, timeout: float,
-           memory_bytes: int) -> tuple[bool, bool, int]:
-    """Poll `root`'s tree until `exited()`; kill it past the bounds. (timed out, memory exceeded, peak)"""
+           memory_bytes: int, also: Callable[[], list[psutil.Process]]) -> tuple[bool, bool, int]:
+    """Poll `root`'s tree and `also()` until `exited()`; kill them past the bounds. (timed out,
+    memory exceeded, peak)"""
     peak, known = 0, [root]
     timed_out = memory_exceeded = False
     while not exited():
-        known = _tree(root) or known
+        known = [*(_tree(root) or known[:1]), *also()]
         peak = max(peak, _rss(known))
         if peak > memory_bytes:
             memory_exceeded = True
         elif time.monotonic() - start > timeout:
             timed_out = True
         if timed_out or memory_exceeded:
-            kill_tree(_tree(root) or known)
+            kill_tree([*(_tree(root) or known), *also()])
             break
         time.sleep(POLL_SECONDS)
     # the worker may exit and leave a kernel behind: nothing of this run outlives it
-    kill_tree([process for process in known[1:] if process.is_running()])
+    kill_tree([process for process in [*known[1:], *also()] if process.is_running()])
     return timed_out, memory_exceeded, peak
 
 
@@ -86,8 +91,11 @@ def _tail(stderr_path: str | None) -> str:
 
 
 def run_bounded(command: list[str], *, timeout: float, memory_bytes: int, env: dict | None = None,
-                cwd: str | None = None, stderr_path: str | None = None) -> Outcome:
-    """Run `command`; kill it and its descendants past `timeout` seconds or `memory_bytes` of RSS."""
+                cwd: str | None = None, stderr_path: str | None = None,
+                also: Callable[[], list[psutil.Process]] = _none) -> Outcome:
+    """Run `command`; kill it and its descendants past `timeout` seconds or `memory_bytes` of RSS.
+    `also` gives processes that count as the command's though they are not below it (a kernel a
+    kernel server forked for it)."""
     start = time.monotonic()
     stderr = open(stderr_path, "wb") if stderr_path else subprocess.DEVNULL
     try:
@@ -97,13 +105,13 @@ def run_bounded(command: list[str], *, timeout: float, memory_bytes: int, env: d
         if stderr_path:
             stderr.close()
     timed_out, memory_exceeded, peak = _watch(psutil.Process(child.pid), lambda: child.poll() is not None,
-                                              start, timeout, memory_bytes)
+                                              start, timeout, memory_bytes, also)
     returncode = child.wait()
     return Outcome(returncode, time.monotonic() - start, timed_out, memory_exceeded, peak, _tail(stderr_path))
 
 
 def call_bounded(process: BaseProcess, *, timeout: float, memory_bytes: int,
-                 stderr_path: str | None = None) -> Outcome:
+                 stderr_path: str | None = None, also: Callable[[], list[psutil.Process]] = _none) -> Outcome:
     """Start `process` (a multiprocessing Process, e.g. forked from a warm forkserver) under the same
     bounds as `run_bounded`; its target is expected to write its stderr to `stderr_path`."""
     start = time.monotonic()
@@ -114,7 +122,7 @@ def call_bounded(process: BaseProcess, *, timeout: float, memory_bytes: int,
         process.join()
         return Outcome(process.exitcode, time.monotonic() - start, stderr_tail=_tail(stderr_path))
     timed_out, memory_exceeded, peak = _watch(root, lambda: process.exitcode is not None, start, timeout,
-                                              memory_bytes)
+                                              memory_bytes, also)
     process.join()
     return Outcome(process.exitcode, time.monotonic() - start, timed_out, memory_exceeded, peak,
                    _tail(stderr_path))

@@ -33,7 +33,7 @@ def _grade(args) -> int:
         raise GradingError("--workers sets the local workers; with --scheduler the cluster's workers run the notebooks")
     options = Options(profile=args.profile, workers=args.workers or os.cpu_count() or 1, timeout=args.timeout,
                       memory_limit_gb=args.memory_limit, force=args.force, scheduler=args.scheduler,
-                      db_url=args.db)
+                      db_url=args.db, kernels=args.kernels)
     result = grade_class(args.assignment, layout.source / args.assignment, submissions, out, options=options)
     csv_path = export.write_csv(result)
     html_path = report.write_html(result)
@@ -122,6 +122,9 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--force", action="store_true", help="re-grade submissions already graded with the same content")
     grade.add_argument("--sandbox", choices=("auto", "bwrap", "none"),
                        help="run kernels under bubblewrap (default auto: bwrap when it works, else none, said so)")
+    grade.add_argument("--kernels", choices=("warm", "cold"), default="warm",
+                       help="warm (default): each local worker forks its kernels from a process that imported the "
+                            "notebook's packages once; cold: every kernel starts from scratch")
     grade.add_argument("--scheduler", metavar="ADDRESS",
                        help="run the notebooks on a dask.distributed cluster, e.g. tcp://head-node:8786")
     grade.add_argument("--db", metavar="URL",

@@ -14,6 +14,8 @@ from nbgrader.converters import Autograde, GenerateFeedback
 from nbgrader.preprocessors import Execute, IgnorePattern, LimitOutput
 from traitlets.config import Config
 
+from course.kernel import KERNEL_NAME
+
 from autograder.sandbox import SandboxedKernelManager
 from autograder.preprocessors import FilterLogNoise, HideHiddenTests, InjectProfile, LimitOutputSize
 
@@ -49,7 +51,7 @@ def configure(c: Config, *, profile: str = "grade", cell_timeout: int = CELL_TIM
     c.Autograde.autograde_preprocessors = autograde_preprocessors()
     c.InjectProfile.profile = profile
     c.Execute.timeout = cell_timeout
-    c.Execute.kernel_name = "tf-course"
+    c.Execute.kernel_name = KERNEL_NAME
     c.Execute.kernel_manager_class = SandboxedKernelManager
     c.GenerateFeedback.preprocessors = feedback_preprocessors()
     return c

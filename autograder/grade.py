@@ -25,7 +25,7 @@ from typing import Callable
 
 import nbformat
 
-from autograder import __version__, executors, intake, jobs, sandbox, tamper
+from autograder import __version__, config, executors, intake, jobs, sandbox, tamper, warm_kernels
 from autograder.gradebook import database_problem
 from autograder.workspace import Workspace
 
@@ -38,6 +38,8 @@ class Options:
     force: bool = False             # re-grade submissions already graded with the same content
     scheduler: str | None = None    # a dask.distributed scheduler address: run the notebooks on its workers
     db_url: str | None = None       # an SQLAlchemy URL of a shared gradebook (PostgreSQL); None: SQLite per worker
+    kernels: str = "warm"           # local workers: "warm" forks kernels from a server per worker
+                                    # (autograder.warm_kernels), "cold" starts each from scratch
 
 
 @dataclass
@@ -155,13 +157,33 @@ def _workspaces(out: Path, assignment_id: str, source_dir: Path, options: Option
     return spaces
 
 
-def _executor(spaces: list[Workspace], out: Path, options: Options):
+KERNELS = ("warm", "cold")
+
+
+def kernel_servers(options: Options, source_nb, sandbox_mode: str, out: Path,
+                   progress: Callable[[str], None]) -> list[warm_kernels.KernelServer]:
+    """The local workers' kernel servers, started now so their imports overlap the workspace's
+    generation; none on a cluster, with cold kernels, or when the kernelspec cannot be forked (said so)."""
+    if options.scheduler or options.kernels == "cold":
+        return []
+    try:
+        servers = warm_kernels.servers(options.workers, kernel_name=config.KERNEL_NAME, notebook=source_nb,
+                                       sandbox_mode=sandbox_mode, log_dir=out / "jobs")
+    except (warm_kernels.Unavailable, OSError) as why:
+        progress(f"kernels: cold ({why})")
+        return []
+    progress(f"kernels: warm, forked from {len(servers)} server(s) that imported "
+             f"{', '.join(servers[0].preload) or 'ipykernel only'} once")
+    return servers
+
+
+def _executor(spaces: list[Workspace], out: Path, options: Options, servers: list[warm_kernels.KernelServer]):
     if options.scheduler:
         try:
             return executors.DaskExecutor(options.scheduler, spaces[0], gpu=options.profile == "gpu")
         except executors.ClusterError as error:
             raise GradingError(str(error)) from None
-    return executors.LocalExecutor(spaces, out / "jobs")
+    return executors.LocalExecutor(spaces, out / "jobs", servers)
 
 
 def _row(submission: intake.Submission, assignment_id: str, outcome: jobs.Outcome, options: Options) -> Row:
@@ -187,6 +209,8 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
     options = options or Options()
     if options.workers < 1 or options.timeout <= 0 or options.memory_limit_gb <= 0:
         raise GradingError("workers, timeout and memory limit must be positive")
+    if options.kernels not in KERNELS:
+        raise GradingError(f"kernels must be one of {', '.join(KERNELS)}, not {options.kernels!r}")
     if options.db_url and (problem := database_problem(options.db_url)):
         raise GradingError(problem)
     try:
@@ -200,7 +224,13 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
     cell_ids = grade_cell_ids(source_nb)
     max_score = sum(float(cell.metadata["nbgrader"].get("points", 0)) for cell in source_nb.cells
                     if cell.metadata.get("nbgrader", {}).get("grade"))
-    spaces = _workspaces(out, assignment_id, source_dir, options, 1 if options.scheduler else options.workers)
+    servers = kernel_servers(options, source_nb, sandbox_mode, out, progress)
+    try:
+        spaces = _workspaces(out, assignment_id, source_dir, options, 1 if options.scheduler else options.workers)
+    except BaseException:
+        for server in servers:
+            server.close()
+        raise
     release_nb = nbformat.read(spaces[0].release_dir() / notebook_path.name, as_version=4)
     cache = _Cache(out / "rows", notebook_path.read_bytes(), options)
     feedback_out = out / "feedback"
@@ -231,7 +261,7 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
         batch.append(jobs.Job(student, submission.student_id, assignment_id, notebook_path.name,
                               submission.notebook_bytes, options.profile, options.timeout,
                               int(options.memory_limit_gb * 2**30), sandbox_mode, options.db_url))
-    executor = _executor(spaces, out, options)
+    executor = _executor(spaces, out, options, servers)
     try:
         for job, outcome in executor.run_all(batch):
             submission, findings = pending[job.student]

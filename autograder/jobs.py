@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import bounds, worker
+from autograder import bounds, warm_kernels, worker
 
 # grading processes fork from a server that has imported nbgrader once (saves seconds per notebook)
 _FORKSERVER = multiprocessing.get_context("forkserver")
@@ -51,7 +51,11 @@ class Outcome:
     host: str = ""               # where it ran: this machine's name, or the Dask worker's address
 
 
-def run(job: Job, workspace_root: Path, job_dir: Path, *, host: str = "") -> Outcome:
+def run(job: Job, workspace_root: Path, job_dir: Path, *, host: str = "",
+        kernel_server: warm_kernels.KernelServer | None = None) -> Outcome:
+    """Grade `job` against the course directory at `workspace_root`, in `job_dir`. With a
+    `kernel_server` (local workers), the notebook's kernel is a fork of that server's warm process;
+    its processes count toward the job's memory bound and are killed with the job."""
     if job_dir.exists():
         shutil.rmtree(job_dir)
     job_dir.mkdir(parents=True)
@@ -67,6 +71,9 @@ def run(job: Job, workspace_root: Path, job_dir: Path, *, host: str = "") -> Out
                AUTOGRADER_SANDBOX=job.sandbox)
     log = str(job_dir / "worker.log")
     limits = {"timeout": job.timeout + 30, "memory_bytes": job.memory_bytes, "stderr_path": log}
+    if kernel_server is not None:
+        env[warm_kernels.ENV] = str(kernel_server.ensure().root)
+        limits["also"] = kernel_server.kernel_processes
     if multiprocessing.current_process().daemon:  # e.g. a Dask worker under its nanny: no children
         bounded = bounds.run_bounded([sys.executable, "-m", "autograder.worker", str(job_path)], env=env,
                                      cwd=str(job_dir), **limits)

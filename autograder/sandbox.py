@@ -23,6 +23,7 @@ a clear message when it cannot start) or `none` (no sandbox, for machines withou
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import shutil
@@ -30,6 +31,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import uuid
 from pathlib import Path
 
 from jupyter_client import AsyncKernelManager
@@ -104,19 +106,28 @@ def course_package() -> Path:
     return Path(course.__file__).resolve().parent
 
 
-def scratch_copy(cwd: Path, into: Path) -> Path:
-    """A copy of the kernel's working folder without its notebooks (nbgrader's copy holds the hidden tests)."""
-    target = into / "work"
+def scratch_copy(cwd: Path, target: Path) -> Path:
+    """A copy of the kernel's working folder without its notebooks (nbgrader's copy holds the hidden
+    tests), at `target` (created, or an existing empty folder)."""
     if cwd.is_dir():
-        shutil.copytree(cwd, target, symlinks=False, ignore=lambda folder, names: [
+        shutil.copytree(cwd, target, symlinks=False, dirs_exist_ok=True, ignore=lambda folder, names: [
             name for name in names if name.endswith(".ipynb")])
     else:
-        target.mkdir(parents=True)
+        target.mkdir(parents=True, exist_ok=True)
     return target
 
 
-def command(kernel_cmd: list[str], *, scratch: Path, sockets: Path, connection_file: Path) -> list[str]:
-    """`kernel_cmd` wrapped in bwrap, with `scratch` as the working folder and home."""
+def kernel_env(scratch: Path) -> dict[str, str]:
+    """What a sandboxed kernel's environment says, whoever starts it: its home and temp folders."""
+    return {"HOME": str(scratch), "TMPDIR": "/tmp", "MPLCONFIGDIR": str(scratch / ".matplotlib"),
+            # ipykernel polls its parent, which lives outside the PID namespace: pid 1 turns it off;
+            # --die-with-parent (or the kernel forkserver) ends the kernel with the worker instead.
+            "JPY_PARENT_PID": "1"}
+
+
+def command(cmd: list[str], *, scratch: Path, sockets: Path, read_only: tuple[Path, ...] = ()) -> list[str]:
+    """`cmd` wrapped in bwrap, with `scratch` as the working folder and home, `sockets` shared with
+    the outside and `read_only` files (a kernel's connection file) visible."""
     args = [shutil.which(BWRAP) or BWRAP, *_namespace_args()]
     for folder in SYSTEM_DIRS:
         path = Path(folder)
@@ -138,39 +149,83 @@ def command(kernel_cmd: list[str], *, scratch: Path, sockets: Path, connection_f
             bound.add(root)
     package = course_package()
     args += ["--ro-bind", str(package), str(package)]
-    args += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch),
-             "--bind", str(sockets), str(sockets),
-             "--ro-bind", str(connection_file), str(connection_file),
-             "--setenv", "HOME", str(scratch), "--setenv", "TMPDIR", "/tmp",
-             "--setenv", "MPLCONFIGDIR", str(scratch / ".matplotlib"),
-             # ipykernel polls its parent, which lives outside the PID namespace: pid 1 turns it off;
-             # --die-with-parent ends the kernel with the worker instead.
-             "--setenv", "JPY_PARENT_PID", "1"]
-    return args + ["--", *kernel_cmd]
+    args += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch), "--bind", str(sockets), str(sockets)]
+    for path in read_only:
+        args += ["--ro-bind", str(path), str(path)]
+    for name, value in kernel_env(scratch).items():
+        args += ["--setenv", name, value]
+    return args + ["--", *cmd]
 
 
 class SandboxedKernelManager(AsyncKernelManager):
-    """A KernelManager whose kernel runs under bwrap (or unwrapped when the mode is 'none')."""
+    """A KernelManager whose kernel runs under bwrap (or unwrapped when the mode is 'none').
+
+    When the grading worker has a kernel server (`AUTOGRADER_WARM_KERNELS`, see
+    `autograder.warm_kernels`), the kernel is a fork of that server's warm process, inside the
+    server's sandbox; when the server cannot serve, a cold kernel starts as below instead."""
 
     _scratch: tempfile.TemporaryDirectory | None = None
+    _warm = None  # the kernel server's warm_kernels.Address, when the worker has one
+
+    def _use_sockets_in(self, sockets: Path) -> None:
+        # the kernel's sockets are files in a folder both sides see, so the sandbox needs no network
+        self.transport, self.ip = "ipc", str(sockets / f"kernel-{uuid.uuid4().hex[:12]}")
+        # a signal would reach bwrap, not the kernel: interrupt a cell past its timeout by message
+        self.kernel_spec.interrupt_mode = "message"
+
+    def _cold_sandbox(self) -> None:
+        self._scratch = tempfile.TemporaryDirectory(prefix="kernel-")
+        sockets = Path(self._scratch.name) / "sockets"
+        sockets.mkdir()
+        self._use_sockets_in(sockets)
 
     async def _async_pre_start_kernel(self, **kw):
-        if mode() == "bwrap" and self._scratch is None:
-            # the kernel's sockets are files in a folder both sides see, so the sandbox needs no network
-            self._scratch = tempfile.TemporaryDirectory(prefix="kernel-")
-            sockets = Path(self._scratch.name) / "sockets"
-            sockets.mkdir()
-            self.transport, self.ip = "ipc", str(sockets / "kernel")
-            # a signal would reach bwrap, not the kernel: interrupt a cell past its timeout by message
-            self.kernel_spec.interrupt_mode = "message"
+        from autograder import warm_kernels  # it builds on this module
+
+        if self._scratch is None and self._warm is None:
+            self._warm = warm_kernels.from_env()
+            if self._warm is not None:
+                self._use_sockets_in(self._warm.sockets)
+            elif mode() == "bwrap":
+                self._cold_sandbox()
         return await super()._async_pre_start_kernel(**kw)
 
+    def _fall_back_to_cold(self) -> None:
+        """The kernel server could not serve: connect as a cold kernel would, in a new connection file."""
+        self._warm = None
+        if mode() == "bwrap":
+            self._cold_sandbox()
+        else:
+            self.transport, self.ip = "tcp", "127.0.0.1"
+        self.cleanup_connection_file()
+        self.shell_port = self.iopub_port = self.stdin_port = self.hb_port = self.control_port = 0  # chosen anew
+        self.write_connection_file()
+        assert self.provisioner is not None
+        self.provisioner.connection_info = self.get_connection_info()
+
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
-        if self._scratch is not None:
-            root = Path(self._scratch.name)
-            scratch = scratch_copy(Path(kw.get("cwd") or os.getcwd()), root)
-            kernel_cmd = command(kernel_cmd, scratch=scratch, sockets=root / "sockets",
-                                 connection_file=Path(self.connection_file).resolve())
+        from autograder import warm_kernels
+
+        cwd = Path(kw.get("cwd") or os.getcwd())
+        if self._warm is not None:
+            try:
+                process = await asyncio.to_thread(
+                    warm_kernels.launch, self._warm, kernel_cmd, cwd=cwd, env=dict(kw.get("env") or os.environ),
+                    connection_file=Path(self.connection_file), name=Path(self.ip).name)
+            except warm_kernels.Unavailable as why:
+                self.log.warning("no warm kernel (%s): starting a cold one", why)
+                self._fall_back_to_cold()
+            else:
+                assert self.provisioner is not None
+                # the pid is the kernel's in the server's PID namespace; signals travel through the server
+                self.provisioner.process, self.provisioner.pid = process, process.pid  # type: ignore[attr-defined]
+                self.provisioner.pgid, self.provisioner.cwd = None, str(self._warm.work)  # type: ignore[attr-defined]
+                self._reconcile_connection_info(self.provisioner.connection_info)
+                return
+        if mode() == "bwrap":
+            scratch = scratch_copy(cwd, Path(self._scratch.name) / "work")
+            kernel_cmd = command(kernel_cmd, scratch=scratch, sockets=Path(self.ip).parent,
+                                 read_only=(Path(self.connection_file).resolve(),))
             kw["cwd"] = str(scratch)
         await super()._async_launch_kernel(kernel_cmd, **kw)
 

@@ -38,6 +38,23 @@ def notebook(cells: list) -> nbformat.NotebookNode:
     return nb
 
 
+def run_cells(cells: list[str], cwd, timeout: int = 120) -> list[str]:
+    """Execute `cells` in a kernel started as grading starts it (`SandboxedKernelManager`, so in the
+    sandbox, or forked from a warm kernel server when AUTOGRADER_WARM_KERNELS says so), working in
+    `cwd`; return each cell's printed text."""
+    from nbclient import NotebookClient
+
+    from autograder import sandbox
+
+    notebook = v4.new_notebook()
+    notebook.cells = [v4.new_code_cell(source) for source in cells]
+    client = NotebookClient(notebook, kernel_name=kernel.KERNEL_NAME, timeout=timeout,
+                            kernel_manager_class=sandbox.SandboxedKernelManager,
+                            resources={"metadata": {"path": str(cwd)}})
+    client.execute()
+    return ["".join(output.get("text", "") for output in cell.outputs) for cell in notebook.cells]
+
+
 def parameters(source: str) -> nbformat.NotebookNode:
     cell = v4.new_code_cell(source, id="parameters")
     cell.metadata["tags"] = ["parameters"]

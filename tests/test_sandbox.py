@@ -4,29 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError
 
 from autograder import sandbox
-from course.kernel import KERNEL_NAME
+from tests.notebooks import run_cells
 
 
 def test_bwrap_works_on_this_machine():
     """make test installs bubblewrap: the grading sandbox is a requirement here, not an option."""
     assert sandbox.probe() is None, sandbox.probe()
     assert sandbox.mode() == "bwrap"
-
-
-def run(cells: list[str], cwd, timeout: int = 60):
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-    client = NotebookClient(notebook, kernel_name=KERNEL_NAME, timeout=timeout,
-                            kernel_manager_class=sandbox.SandboxedKernelManager,
-                            resources={"metadata": {"path": str(cwd)}})
-    client.execute()
-    return ["".join(output.get("text", "") for output in cell.outputs) for cell in notebook.cells]
 
 
 @pytest.fixture
@@ -42,7 +30,7 @@ def submission(tmp_path):
 
 def test_the_kernel_sees_its_own_files_and_the_course_package_only(submission):
     base, work = submission
-    out = run([
+    out = run_cells([
         "import os; print(sorted(name for name in os.listdir('.') if not name.startswith('.')))",
         "print(open('data.csv').read())",
         "import course.syllabus; print('course ok', len(course.syllabus.ASSIGNMENTS))",
@@ -60,7 +48,7 @@ def test_the_kernel_sees_its_own_files_and_the_course_package_only(submission):
 
 def test_the_kernel_cannot_write_outside_its_scratch_folder_or_reach_the_network(submission):
     base, work = submission
-    out = run([
+    out = run_cells([
         "import course, os\ntry:\n    open(os.path.join(os.path.dirname(course.__file__), 'x.py'), 'w')\n"
         "    print('wrote')\nexcept OSError as error:\n    print('refused', error.errno)",
         "open('result.txt', 'w').write('mine'); print('scratch ok')",
@@ -80,7 +68,7 @@ def test_the_kernel_cannot_write_outside_its_scratch_folder_or_reach_the_network
 def test_a_cell_past_its_timeout_is_interrupted_not_left_running(submission):
     _, work = submission
     with pytest.raises(CellTimeoutError):
-        run(["while True:\n    pass"], work, timeout=5)
+        run_cells(["while True:\n    pass"], work, timeout=5)
 
 
 def test_the_mode_is_chosen_by_the_environment(monkeypatch):
@@ -103,7 +91,7 @@ def test_a_checkout_under_tmp_is_bound_over_the_private_tmp(monkeypatch, tmp_pat
     monkeypatch.setattr(sandbox, "readable_roots", lambda: [venv])
     monkeypatch.setattr(sandbox, "course_package", lambda: Path("/tmp/checkout/course"))
     args = sandbox.command(["python"], scratch=tmp_path / "work", sockets=tmp_path / "sockets",
-                           connection_file=tmp_path / "kernel.json")
+                           read_only=(tmp_path / "kernel.json",))
     private_tmp = next(i for i, (a, b) in enumerate(zip(args, args[1:])) if (a, b) == ("--tmpfs", "/tmp"))
     for bound in (str(venv), "/tmp/checkout/course", str(tmp_path / "work")):
         assert args.index(bound) > private_tmp, f"{bound} is bound before /tmp is replaced, so it is hidden"

@@ -1,0 +1,232 @@
+"""Warm kernels: kernels forked from a kernel server that imported the notebook's packages once.
+
+Through real kernels: what a forked kernel has (the preloaded modules, a scratch copy of its folder,
+the sandbox), what it must not have (the previous kernel's files and processes, the server's control
+socket, the server's random state), what happens when a student's kernel attacks its server, and
+that a class graded with warm kernels gets exactly the rows it gets with cold ones.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+from autograder import grade, sandbox, warm_kernels
+from course.kernel import KERNEL_NAME
+from tests import notebooks
+from tests.notebooks import run_cells
+
+
+def test_preload_modules_are_the_third_party_packages_the_notebook_imports():
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("import pandas"),
+        nbformat.v4.new_code_cell("import os, sys\nimport tensorflow as tf\nfrom keras import layers"),
+        nbformat.v4.new_code_cell("from course import syllabus\nfrom . import local\nimport numpy.linalg"),
+        nbformat.v4.new_code_cell("def f(:\n    import scipy"),          # a student's syntax error
+        nbformat.v4.new_code_cell("if False:\n    import tensorflow\n    from sklearn.datasets import load_digits"),
+    ])
+    assert warm_kernels.preload_modules(notebook) == ["tensorflow", "keras", "numpy", "sklearn"]
+
+
+def test_only_an_ipykernel_command_can_be_forked():
+    assert warm_kernels.interpreter(["/v/bin/python", "-Xfrozen_modules=off", "-m", "ipykernel_launcher", "-f",
+                                     "k.json"]) == ["/v/bin/python", "-Xfrozen_modules=off"]
+    assert warm_kernels.interpreter(["/v/bin/python", "-m", "ipykernel", "-f", "k.json"]) is None
+    assert warm_kernels.interpreter(["julia", "kernel.jl", "{connection_file}"]) is None
+    assert warm_kernels.interpreter(["-m", "ipykernel_launcher"]) is None
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    log = tmp_path_factory.mktemp("warm") / "server.log"
+    started = warm_kernels.KernelServer(warm_kernels.kernel_python(KERNEL_NAME), preload=["numpy"],
+                                        sandbox_mode=sandbox.mode(), log=log)
+    started.ensure()
+    yield started
+    started.close()
+
+
+@pytest.fixture
+def warm(server, monkeypatch):
+    """Kernels started in this test fork from `server`."""
+    monkeypatch.setenv(warm_kernels.ENV, str(server.ensure().root))
+    return server
+
+
+@pytest.fixture
+def folder(tmp_path):
+    """A kernel's folder as nbgrader leaves it: the notebook (with hidden tests) and a data file."""
+    work = tmp_path / "autograded" / "student" / "00"
+    work.mkdir(parents=True)
+    (work / "00.ipynb").write_text("SECRET-HIDDEN-TESTS")
+    (work / "data.csv").write_text("1,2,3")
+    return work
+
+
+def test_a_warm_kernel_has_the_preloaded_modules_and_a_scratch_copy_of_its_folder(warm, folder):
+    out = run_cells([
+        "import sys; print('numpy' in sys.modules, 'ipykernel.kernelapp' in sys.modules)",
+        "import os; print(sorted(name for name in os.listdir('.') if not name.startswith('.')))",
+        "print(open('data.csv').read())",
+        "import os; print(os.environ['HOME'] == os.getcwd(), os.environ.get('AUTOGRADER_WARM_KERNELS'))",
+        "import sys; print(sys.argv[0].endswith('ipykernel_launcher.py') or sys.argv[0])",
+        "open('result.txt', 'w').write('mine'); print('wrote')",
+    ], folder)
+    assert out[0].split() == ["True", "True"], "the kernel must be a fork of the warm server"
+    assert out[1].strip() == "['data.csv']", "nbgrader's copy of the notebook (hidden tests) must stay outside"
+    assert out[2].strip() == "1,2,3"
+    assert out[3].split()[0] == "True" and out[3].split()[1] == str(warm.address.root), out[3]
+    assert out[4].strip() == "True", out[4]
+    assert not (folder / "result.txt").exists(), "the kernel works in a copy, not in nbgrader's folder"
+
+
+@pytest.mark.skipif(sandbox.mode() != "bwrap", reason="the server's sandbox needs bwrap")
+def test_a_warm_kernel_cannot_reach_its_server_or_the_grading_folder(warm, folder):
+    control, settings = warm.address.control, warm.address.settings
+    out = run_cells([
+        f"import os; print(os.path.exists({str(control)!r}), os.path.exists({str(settings)!r}))",
+        f"import os; print(os.path.exists({str(folder / '00.ipynb')!r}))",
+        "import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), timeout=3); print('online')\n"
+        "except OSError as error:\n    print('offline', error.errno)",
+        PTRACE,
+    ], folder)
+    assert out[0].split() == ["False", "False"], "the control socket is outside the server's sandbox"
+    assert out[1].strip() == "False"
+    assert out[2].startswith("offline")
+    assert out[3].split() == ["refused", "refused", "refused", "refused"], \
+        f"the kernel can read or change its server (which forks the next student's kernel): {out[3]}"
+
+
+# what a kernel would need to change the server that forks the next student's kernel
+PTRACE = """
+import ctypes, os
+server = os.getppid()
+for name, mode in (('mem', 'r+b'), ('environ', 'rb'), ('fd/0', 'rb')):
+    try:
+        open(f'/proc/{server}/{name}', mode).read(1)
+        print('opened', end=' ')
+    except OSError:
+        print('refused', end=' ')
+print('attached' if ctypes.CDLL(None, use_errno=True).ptrace(16, server, 0, 0) == 0 else 'refused')
+"""
+
+
+STRAY = """
+import os, time
+for folder in ('.', '/tmp', '/dev/shm'):
+    open(os.path.join(folder, 'left-by-a.txt'), 'w').write('A')
+reader, writer = os.pipe()
+if os.fork() == 0:          # a double-forked sleeper, in a session of its own
+    os.setsid()
+    sleeper = os.fork()
+    if sleeper == 0:
+        time.sleep(600)
+    os.write(writer, str(sleeper).encode())
+    os._exit(0)
+print(os.read(reader, 20).decode())
+"""
+
+
+def test_nothing_of_one_kernel_is_left_for_the_next(warm, folder):
+    sleeper = int(run_cells([STRAY], folder)[0])       # its pid in the server's PID namespace, as the next kernel's
+    out = run_cells([
+        "import os; print([os.path.exists(os.path.join(f, 'left-by-a.txt')) for f in ('.', '/tmp', '/dev/shm')])",
+        "import os; print(sorted(os.listdir('/tmp')))",
+        f"import os; print(os.path.exists('/proc/{sleeper}'))",
+    ], folder)
+    assert out[0].strip() == "[False, False, False]", "a kernel must not meet the previous kernel's files"
+    if sandbox.mode() == "bwrap":  # the private /tmp holds only the folder the server's bind mounts hang from
+        assert out[1].strip() == str([warm.address.root.name]), out[1]
+    assert out[2].strip() == "False", "the previous kernel's processes must be gone before the next kernel starts"
+
+
+def test_a_warm_kernel_past_its_timeout_is_interrupted_and_the_next_one_starts(warm, folder):
+    with pytest.raises(CellTimeoutError):
+        run_cells(["while True:\n    pass"], folder, timeout=5)
+    assert run_cells(["print('next')"], folder)[0].strip() == "next"
+
+
+def test_each_warm_kernel_has_its_own_random_state(warm, folder):
+    cell = "import random, numpy; print(random.random(), numpy.random.rand())"
+    first, second = run_cells([cell], folder)[0], run_cells([cell], folder)[0]
+    assert first != second, "forks of one server must not replay its random numbers"
+
+
+def test_a_kernel_that_kills_its_server_costs_only_itself(warm, folder):
+    before = warm.process.pid
+    with pytest.raises(DeadKernelError):
+        run_cells(["import os, signal; os.kill(os.getppid(), signal.SIGKILL)", "import time; time.sleep(30)"], folder,
+            timeout=60)
+    deadline = time.monotonic() + 10
+    while warm.running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert warm.problem(), "the server was killed"
+    os.environ[warm_kernels.ENV] = str(warm.ensure().root)     # as jobs.run does before each job
+    assert warm.process.pid != before
+    assert run_cells(["import sys; print('numpy' in sys.modules)"], folder)[0].strip() == "True"
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "none"])
+def test_without_a_server_the_kernel_starts_cold(monkeypatch, tmp_path, folder, mode):
+    if mode == "bwrap" and sandbox.probe() is not None:
+        pytest.skip(f"bwrap cannot run here: {sandbox.probe()}")
+    monkeypatch.setenv(sandbox.ENV_MODE, mode)
+    monkeypatch.setenv(warm_kernels.ENV, str(tmp_path / "no-server"))
+    assert run_cells(["import sys; print('numpy' in sys.modules)"], folder)[0].strip() == "False"
+    with pytest.raises(warm_kernels.Unavailable):
+        warm_kernels.launch(warm_kernels.Address(tmp_path / "no-server"), ["python", "-m", "ipykernel_launcher"],
+                            cwd=folder, env={}, connection_file=tmp_path / "k.json", name="k")
+
+
+def test_warm_and_cold_kernels_grade_a_class_identically(tmp_path):
+    """The same students, graded with each kind of kernel: the same rows, cell by cell."""
+    source, release = notebooks.tiny_course(tmp_path, "00_gpu_setup")
+    released = nbformat.read(release, as_version=4)
+    submissions = tmp_path / "submissions"
+    answers = {"right": "def double(value):\n    return value * 2\n", "wrong": "def double(value):\n    return 4\n",
+               "crashes": "import os\nos._exit(3)\n"}
+    for student, answer in answers.items():
+        changed = nbformat.from_dict(released)
+        for cell in changed.cells:
+            if cell.metadata.get("nbgrader", {}).get("solution"):
+                cell.source = answer
+        (submissions / student).mkdir(parents=True)
+        nbformat.write(changed, submissions / student / "00_gpu_setup.ipynb")
+    said = {}
+    results = {}
+    for kernels in ("warm", "cold"):
+        lines: list[str] = []
+        results[kernels] = grade.grade_class("00_gpu_setup", source, submissions, tmp_path / kernels,
+                                             options=grade.Options(workers=2, timeout=60, kernels=kernels),
+                                             progress=lines.append)
+        said[kernels] = lines
+    assert any(line.startswith("kernels: warm") for line in said["warm"]), said["warm"]
+    assert not any(line.startswith("kernels:") for line in said["cold"])
+
+    def table(result):
+        return [(row.student_id, row.status, row.score, row.max_score, row.cells,
+                 row.reason.split(" for kernel ")[0]) for row in result.rows]
+
+    assert table(results["warm"]) == table(results["cold"])
+    assert [(row.student_id, row.status, row.score) for row in results["warm"].rows] == [
+        ("crashes", "error", 0.0), ("right", "graded", 6.0), ("wrong", "graded", 0.0)]
+
+
+def test_an_unsandboxed_server_serves_too(monkeypatch, tmp_path, folder):
+    """AUTOGRADER_SANDBOX=none (a machine without bwrap): the kernels still fork from a warm server."""
+    monkeypatch.setenv(sandbox.ENV_MODE, "none")
+    server = warm_kernels.KernelServer(warm_kernels.kernel_python(KERNEL_NAME), preload=["numpy"],
+                                       sandbox_mode="none", log=tmp_path / "server.log")
+    try:
+        monkeypatch.setenv(warm_kernels.ENV, str(server.ensure().root))
+        out = run_cells(["import sys, os; print('numpy' in sys.modules, os.getcwd() == str(%r))" % str(server.address.work)],
+                  folder)
+        assert out[0].split() == ["True", "True"], out
+    finally:
+        server.close()
+    assert not server.kernel_processes() and server.problem() == "not started"
