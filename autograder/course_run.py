@@ -8,8 +8,11 @@ summary table on the terminal. Assignments not written yet are listed as missing
 
 from __future__ import annotations
 
+import csv
 import html
 import os
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,8 +20,7 @@ import nbformat
 
 from course import runner
 from course.layout import Layout
-from autograder import demo, export, release, report
-from autograder.grade import Options, grade_class
+from autograder import demo, release
 
 
 @dataclass
@@ -62,22 +64,34 @@ def run(layout: Layout, profile: str = "ci") -> list[Line]:
 
 
 def _grade_demo(layout: Layout, assignment_id: str, line: Line) -> None:
+    """Grade the demo class with `autograder grade`, the instructors' command, in a process of its
+    own; its output goes to `build/demo/<assignment>/grade.log`, its rows come from grades.csv."""
     out = layout.build / "demo" / assignment_id
     if not layout.release_notebook(assignment_id).exists():
         line.problems.append("no release notebook to grade: run `make release`")
         return
     demo.write_class(layout.source_notebook(assignment_id), layout.release_notebook(assignment_id), out / "submissions")
-    graded = grade_class(assignment_id, layout.source / assignment_id, out / "submissions", out / "grading",
-                         options=Options(workers=min(2, os.cpu_count() or 1), force=True))
-    export.write_csv(graded)
-    report.write_html(graded)
-    rows = {row.student_id: row for row in graded.rows}
+    command = [sys.executable, "-m", "autograder.cli", "grade", assignment_id, "--submissions",
+               str(out / "submissions"), "--out", str(out / "grading"), "--workers", str(min(2, os.cpu_count() or 1)),
+               "--force"]
+    log = out / "grade.log"
+    with log.open("wb") as handle:
+        done = subprocess.run(command, cwd=layout.root, stdout=handle, stderr=subprocess.STDOUT,
+                              env=dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"))
+    grades = out / "grading" / "grades.csv"
+    if done.returncode != 0 or not grades.exists():
+        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or ["no output"]
+        line.problems.append(f"`autograder grade` exited with {done.returncode}: {tail[0][:200]} (see {log})")
+        return
+    with grades.open(newline="", encoding="utf-8") as handle:
+        rows = {row["student_id"]: row for row in csv.DictReader(handle)}
     solution, blank = rows["solution"], rows["blank"]
-    line.solution_score = f"{solution.score:g}/{solution.max_score:g}"
-    line.blank_score = f"{blank.score:g}/{blank.max_score:g}"
-    if solution.status != "graded" or solution.score != solution.max_score or solution.max_score == 0:
-        line.problems.append(f"the solution got {line.solution_score} ({solution.status} {solution.reason})".strip())
-    if blank.score != 0:
+    line.solution_score = f"{solution['score']}/{solution['max_score']}"
+    line.blank_score = f"{blank['score']}/{blank['max_score']}"
+    if (solution["status"] != "graded" or float(solution["score"]) != float(solution["max_score"])
+            or float(solution["max_score"]) == 0):
+        line.problems.append(f"the solution got {line.solution_score} ({solution['status']} {solution['reason']})".strip())
+    if float(blank["score"]) != 0:
         line.problems.append(f"the blank release got {line.blank_score}, expected 0")
 
 

@@ -160,15 +160,16 @@ def _workspaces(out: Path, assignment_id: str, source_dir: Path, options: Option
 KERNELS = ("warm", "cold")
 
 
-def kernel_servers(options: Options, source_nb, sandbox_mode: str, out: Path,
+def kernel_servers(options: Options, source_nb, sandbox_mode: str, out: Path, jobs_to_run: int,
                    progress: Callable[[str], None]) -> list[warm_kernels.KernelServer]:
-    """The local workers' kernel servers, started now so their imports overlap the workspace's
-    generation; none on a cluster, with cold kernels, or when the kernelspec cannot be forked (said so)."""
-    if options.scheduler or options.kernels == "cold":
+    """The local workers' kernel servers (one per worker that will have a job), started now so their
+    imports overlap the workspace's generation; none on a cluster, with cold kernels, or when the
+    kernelspec cannot be forked (said so)."""
+    if options.scheduler or options.kernels == "cold" or not jobs_to_run:
         return []
     try:
-        servers = warm_kernels.servers(options.workers, kernel_name=config.KERNEL_NAME, notebook=source_nb,
-                                       sandbox_mode=sandbox_mode, log_dir=out / "jobs")
+        servers = warm_kernels.servers(min(options.workers, jobs_to_run), kernel_name=config.KERNEL_NAME,
+                                       notebook=source_nb, sandbox_mode=sandbox_mode, log_dir=out / "jobs")
     except (warm_kernels.Unavailable, OSError) as why:
         progress(f"kernels: cold ({why})")
         return []
@@ -224,7 +225,10 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
     cell_ids = grade_cell_ids(source_nb)
     max_score = sum(float(cell.metadata["nbgrader"].get("points", 0)) for cell in source_nb.cells
                     if cell.metadata.get("nbgrader", {}).get("grade"))
-    servers = kernel_servers(options, source_nb, sandbox_mode, out, progress)
+    cache = _Cache(out / "rows", notebook_path.read_bytes(), options)
+    to_grade = [submission for submission in students
+                if submission.ok and (options.force or cache.get(submission) is None)]
+    servers = kernel_servers(options, source_nb, sandbox_mode, out, len(to_grade), progress)
     try:
         spaces = _workspaces(out, assignment_id, source_dir, options, 1 if options.scheduler else options.workers)
     except BaseException:
@@ -232,7 +236,6 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
             server.close()
         raise
     release_nb = nbformat.read(spaces[0].release_dir() / notebook_path.name, as_version=4)
-    cache = _Cache(out / "rows", notebook_path.read_bytes(), options)
     feedback_out = out / "feedback"
     feedback_out.mkdir(exist_ok=True)
     rows: list[Row] = []

@@ -49,8 +49,9 @@ def test_the_kernel_sees_its_own_files_and_the_course_package_only(submission):
 def test_the_kernel_cannot_write_outside_its_scratch_folder_or_reach_the_network(submission):
     base, work = submission
     out = run_cells([
-        "import course, os\ntry:\n    open(os.path.join(os.path.dirname(course.__file__), 'x.py'), 'w')\n"
-        "    print('wrote')\nexcept OSError as error:\n    print('refused', error.errno)",
+        "import course, os\npath = os.path.join(os.path.dirname(course.__file__), 'sandbox-probe.py')\ntry:\n"
+        "    open(path, 'w').close()\n    os.remove(path)\n    print('wrote')\n"
+        "except OSError as error:\n    print('refused', error.errno)",
         "open('result.txt', 'w').write('mine'); print('scratch ok')",
         "import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), timeout=3); print('online')\n"
         "except OSError as error:\n    print('offline', error.errno)",

@@ -89,9 +89,9 @@ def main() -> int:
     per_ours = ours * args.workers / args.students
     print(f"{args.students} submissions of {args.assignment}")
     print(f"medians of {args.repeat} runs")
-    print(f"plain nbgrader autograde, serial:      {plain:7.1f} s  ({per_plain:.1f} s per notebook)")
-    print(f"autograder grade --workers {args.workers}:          {ours:7.1f} s  ({per_ours:.1f} worker-seconds per notebook)")
-    print(f"  ... with --kernels cold:           {cold:7.1f} s  (speed-up {plain / cold:.2f}x)")
+    print(f"{'plain nbgrader autograde, serial:':<38}{plain:7.1f} s  ({per_plain:.1f} s per notebook)")
+    print(f"{f'autograder grade --workers {args.workers}:':<38}{ours:7.1f} s  ({per_ours:.1f} worker-seconds per notebook)")
+    print(f"{'  ... with --kernels cold:':<38}{cold:7.1f} s  (speed-up {plain / cold:.2f}x)")
     print(f"speed-up: {plain / ours:.2f}x (target >= 1.8 on 2 cores)")
     print(f"overhead per notebook: {per_ours - per_plain:+.2f} s (target <= 1.5 s)")
     return 0
