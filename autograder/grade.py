@@ -7,10 +7,13 @@ on this machine or on a Dask cluster (`autograder.executors`).
 Every student gets a row whatever they submitted. The run writes only under `out`:
 - `course-<k>/`   one private nbgrader course directory per local worker (source, gradebook,
                   autograded); on a cluster, `course-0/` is the template every task unpacks
-- `jobs/`         each submission's notebook as a local worker reads it, and the worker's result
+- `jobs/`         each submission's notebook as a local worker reads it, the worker's result and
+                  log, and the kernel servers' logs
 - `rows/`         finished rows keyed by content hash: a re-run skips them unless `force`
 - `feedback/`     one HTML per student, without hidden tests
-Workers never share a gradebook file, so a parallel run gives exactly the rows of a serial one; with
+Each local worker's kernels fork from a kernel server of its own (`autograder.warm_kernels`), started
+before the workspaces are generated so that its imports overlap that work; `kernels="cold"` and
+clusters start every kernel from scratch. Workers never share a gradebook file, so a parallel run gives exactly the rows of a serial one; with
 `db_url` they share one gradebook server (PostgreSQL), which takes concurrent writers.
 """
 

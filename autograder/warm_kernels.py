@@ -146,6 +146,7 @@ class KernelServer:
         self.log = log
         self.address: Address | None = None
         self.process: subprocess.Popen | None = None
+        self._server_seen = False
 
     def _start(self) -> Address:
         address = Address(Path(tempfile.mkdtemp(prefix="autograder-warm-")))
@@ -179,13 +180,15 @@ class KernelServer:
             return "not started"
         if self.process.poll() is not None:
             return f"it exited with code {self.process.returncode}"
-        tree = self._tree()
+        server = self.server_process()
+        if server is not None:
+            self._server_seen = True
+        elif self._server_seen:   # (before bwrap has exec'd it, it is not there yet)
+            return "the server process has gone"
         try:
-            states = [process.status() for process in tree]
+            states = [process.status() for process in self._tree()]
         except psutil.NoSuchProcess:
             return "one of its processes has gone"
-        if len(tree) < (3 if self.sandboxed else 1):  # bwrap, bwrap's pid 1, the server
-            return "the server process has gone"
         stuck = [state for state in states if state in (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)]
         return f"a process of it is {stuck[0]}" if stuck else ""
 
@@ -213,14 +216,21 @@ class KernelServer:
         except psutil.NoSuchProcess:
             return []
 
-    def kernel_processes(self) -> list[psutil.Process]:
-        """The processes below the server (the current kernel and whatever it started): what a
-        job's memory bound counts and kills, as it does a cold kernel's."""
+    def server_process(self) -> psutil.Process | None:
+        """The forkserver's own process (below bwrap when sandboxed), once it has started."""
         server = [*self.python, str(SCRIPT)]   # not bwrap, whose command line holds the same words
         for process in self._tree():
             with contextlib.suppress(psutil.Error):
                 if process.cmdline()[:len(server)] == server:
-                    return process.children(recursive=True)
+                    return process
+        return None
+
+    def kernel_processes(self) -> list[psutil.Process]:
+        """The processes below the server (the current kernel and whatever it started): what a
+        job's memory bound counts and kills, as it does a cold kernel's."""
+        server = self.server_process()
+        with contextlib.suppress(psutil.Error):
+            return server.children(recursive=True) if server else []
         return []
 
     def close(self) -> None:
@@ -235,6 +245,7 @@ class KernelServer:
         if self.address is not None:
             shutil.rmtree(self.address.root, ignore_errors=True)
         self.process = self.address = None
+        self._server_seen = False
 
 
 class ForkedKernel:

@@ -230,3 +230,19 @@ def test_an_unsandboxed_server_serves_too(monkeypatch, tmp_path, folder):
     finally:
         server.close()
     assert not server.kernel_processes() and server.problem() == "not started"
+
+
+def test_a_stopped_server_is_replaced_before_the_next_kernel(warm, folder):
+    """A kernel can SIGSTOP its server (it costs that student a timeout); the next job must not wait on it."""
+    import signal
+
+    deadline = time.monotonic() + 30
+    while warm.server_process() is None and time.monotonic() < deadline:   # bwrap has not exec'd it yet
+        time.sleep(0.1)
+    warm.server_process().send_signal(signal.SIGSTOP)
+    while not warm.problem() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "stopped" in warm.problem()
+    os.environ[warm_kernels.ENV] = str(warm.ensure().root)
+    assert not warm.problem()
+    assert run_cells(["print('served')"], folder)[0].strip() == "served"
