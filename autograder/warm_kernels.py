@@ -136,6 +136,12 @@ def servers(count: int, *, kernel_name: str, notebook, sandbox_mode: str, log_di
     return started
 
 
+def _parents(process: psutil.Process) -> list[psutil.Process]:
+    with contextlib.suppress(psutil.Error):
+        return process.parents()
+    return []
+
+
 class KernelServer:
     """One kernel forkserver process (started on `ensure`) and its folder."""
 
@@ -185,8 +191,11 @@ class KernelServer:
             self._server_seen = True
         elif self._server_seen:   # (before bwrap has exec'd it, it is not there yet)
             return "the server process has gone"
+        # the server and the bwrap processes above it; not its kernels, whose state is the student's
+        above = {server.pid, *(parent.pid for parent in _parents(server))} if server is not None else None
+        chain = [process for process in self._tree() if above is None or process.pid in above]
         try:
-            states = [process.status() for process in self._tree()]
+            states = [process.status() for process in chain]
         except psutil.NoSuchProcess:
             return "one of its processes has gone"
         stuck = [state for state in states if state in (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)]
@@ -218,10 +227,18 @@ class KernelServer:
 
     def server_process(self) -> psutil.Process | None:
         """The forkserver's own process (below bwrap when sandboxed), once it has started."""
-        server = [*self.python, str(SCRIPT)]   # not bwrap, whose command line holds the same words
-        for process in self._tree():
+        command = [*self.python, str(SCRIPT)]   # not bwrap, whose command line holds the same words
+        tree = self._tree()
+        matching = []
+        for process in tree:
             with contextlib.suppress(psutil.Error):
-                if process.cmdline()[:len(server)] == server:
+                if process.cmdline()[:len(command)] == command:
+                    matching.append(process)
+        # its kernels are forks with the same command line: the server is the one whose parent is not
+        pids = {process.pid for process in matching}
+        for process in matching:
+            with contextlib.suppress(psutil.Error):
+                if process.ppid() not in pids:
                     return process
         return None
 

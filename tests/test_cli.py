@@ -87,7 +87,12 @@ def test_local_workers_and_a_scheduler_together_are_refused(graded_with, capsys)
     assert "--workers" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("flag, value", [("--workers", "0"), ("--timeout", "-1"), ("--memory-limit", "lots")])
+def test_cold_kernels_reach_the_library(graded_with):
+    assert graded_with("--kernels", "cold")["options"].kernels == "cold"
+
+
+@pytest.mark.parametrize("flag, value", [("--workers", "0"), ("--timeout", "-1"), ("--memory-limit", "lots"),
+                                         ("--kernels", "lukewarm")])
 def test_unusable_options_are_refused(flag, value, capsys):
     with pytest.raises(SystemExit) as stop:
         autograder_cli.parser().parse_args(["grade", "00_gpu_setup", "--submissions", "s", flag, value])

@@ -183,6 +183,11 @@ def test_without_a_server_the_kernel_starts_cold(monkeypatch, tmp_path, folder, 
                             cwd=folder, env={}, connection_file=tmp_path / "k.json", name="k")
 
 
+def test_an_unknown_kind_of_kernel_is_refused(tmp_path):
+    with pytest.raises(grade.GradingError, match="kernels must be one of warm, cold"):
+        grade.grade_class("00_gpu_setup", tmp_path, tmp_path, tmp_path / "out", options=grade.Options(kernels="hot"))
+
+
 def test_warm_and_cold_kernels_grade_a_class_identically(tmp_path):
     """The same students, graded with each kind of kernel: the same rows, cell by cell."""
     source, release = notebooks.tiny_course(tmp_path, "00_gpu_setup")
