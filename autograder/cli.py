@@ -122,9 +122,10 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--force", action="store_true", help="re-grade submissions already graded with the same content")
     grade.add_argument("--sandbox", choices=("auto", "bwrap", "none"),
                        help="run kernels under bubblewrap (default auto: bwrap when it works, else none, said so)")
-    grade.add_argument("--kernels", choices=("warm", "cold"), default="warm",
-                       help="warm (default): each local worker forks its kernels from a process that imported the "
-                            "notebook's packages once; cold: every kernel starts from scratch")
+    grade.add_argument("--kernels", choices=("auto", "warm", "cold"), default="auto",
+                       help="warm: each local worker forks its kernels from a process that imported the notebook's "
+                            "packages once; cold: every kernel starts from scratch; auto (default): warm, but cold "
+                            "under the gpu profile")
     grade.add_argument("--scheduler", metavar="ADDRESS",
                        help="run the notebooks on a dask.distributed cluster, e.g. tcp://head-node:8786")
     grade.add_argument("--db", metavar="URL",

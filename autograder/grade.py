@@ -12,8 +12,8 @@ Every student gets a row whatever they submitted. The run writes only under `out
 - `rows/`         finished rows keyed by content hash: a re-run skips them unless `force`
 - `feedback/`     one HTML per student, without hidden tests
 Each local worker's kernels fork from a kernel server of its own (`autograder.warm_kernels`), started
-before the workspaces are generated so that its imports overlap that work; `kernels="cold"` and
-clusters start every kernel from scratch. Workers never share a gradebook file, so a parallel run gives exactly the rows of a serial one; with
+before the workspaces are generated so that its imports overlap that work; `kernels="cold"`, the
+gpu profile (unless `kernels="warm"`) and clusters start every kernel from scratch. Workers never share a gradebook file, so a parallel run gives exactly the rows of a serial one; with
 `db_url` they share one gradebook server (PostgreSQL), which takes concurrent writers.
 """
 
@@ -41,8 +41,9 @@ class Options:
     force: bool = False             # re-grade submissions already graded with the same content
     scheduler: str | None = None    # a dask.distributed scheduler address: run the notebooks on its workers
     db_url: str | None = None       # an SQLAlchemy URL of a shared gradebook (PostgreSQL); None: SQLite per worker
-    kernels: str = "warm"           # local workers: "warm" forks kernels from a server per worker
-                                    # (autograder.warm_kernels), "cold" starts each from scratch
+    kernels: str = "auto"           # local workers: "warm" forks kernels from a server per worker
+                                    # (autograder.warm_kernels), "cold" starts each from scratch,
+                                    # "auto" is warm except under the gpu profile
 
 
 @dataclass
@@ -160,7 +161,7 @@ def _workspaces(out: Path, assignment_id: str, source_dir: Path, options: Option
     return spaces
 
 
-KERNELS = ("warm", "cold")
+KERNELS = ("auto", "warm", "cold")
 
 
 def kernel_servers(options: Options, source_nb, sandbox_mode: str, out: Path, jobs_to_run: int,
@@ -169,6 +170,12 @@ def kernel_servers(options: Options, source_nb, sandbox_mode: str, out: Path, jo
     imports overlap the workspace's generation; none on a cluster, with cold kernels, or when the
     kernelspec cannot be forked (said so)."""
     if options.scheduler or options.kernels == "cold" or not jobs_to_run:
+        return []
+    if options.kernels == "auto" and options.profile == "gpu":
+        # a CUDA context does not survive a fork: the server only imports, which initialises no
+        # CUDA, but that has not been checked on a GPU machine, and a GPU notebook's minutes dwarf
+        # an import's seconds
+        progress("kernels: cold (the gpu profile; --kernels warm forks them anyway)")
         return []
     try:
         servers = warm_kernels.servers(min(options.workers, jobs_to_run), kernel_name=config.KERNEL_NAME,

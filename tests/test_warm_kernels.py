@@ -184,7 +184,7 @@ def test_without_a_server_the_kernel_starts_cold(monkeypatch, tmp_path, folder, 
 
 
 def test_an_unknown_kind_of_kernel_is_refused(tmp_path):
-    with pytest.raises(grade.GradingError, match="kernels must be one of warm, cold"):
+    with pytest.raises(grade.GradingError, match="kernels must be one of auto, warm, cold"):
         grade.grade_class("00_gpu_setup", tmp_path, tmp_path, tmp_path / "out", options=grade.Options(kernels="hot"))
 
 
@@ -251,3 +251,15 @@ def test_a_stopped_server_is_replaced_before_the_next_kernel(warm, folder):
     os.environ[warm_kernels.ENV] = str(warm.ensure().root)
     assert not warm.problem()
     assert run_cells(["print('served')"], folder)[0].strip() == "served"
+
+
+def test_the_gpu_profile_starts_cold_kernels_unless_told_otherwise(tmp_path):
+    said: list[str] = []
+    assert grade.kernel_servers(grade.Options(profile="gpu"), nbformat.v4.new_notebook(), "none", tmp_path, 1,
+                                said.append) == []
+    assert said and said[0].startswith("kernels: cold (the gpu profile")
+    assert grade.kernel_servers(grade.Options(kernels="cold"), nbformat.v4.new_notebook(), "none", tmp_path, 1,
+                                said.append) == []
+    assert grade.kernel_servers(grade.Options(scheduler="tcp://head:8786"), nbformat.v4.new_notebook(), "none",
+                                tmp_path, 1, said.append) == []
+    assert len(said) == 1
