@@ -250,8 +250,22 @@ class KernelServer:
             return server.children(recursive=True) if server else []
         return []
 
+    def _marked(self) -> list[psutil.Process]:
+        """Every process whose command line names this server's folder: bwrap's inner half lives in
+        a session of its own and outlives the outer one when that is killed before it armed its
+        parent-death signal, so the tree below `process` alone could miss it."""
+        if self.address is None:
+            return []
+        root = str(self.address.root)
+        found = []
+        for process in psutil.process_iter(["cmdline"]):
+            if any(root in argument for argument in process.info.get("cmdline") or ()):
+                found.append(process)
+        return found
+
     def close(self) -> None:
         tree = self._tree()
+        tree += [process for process in self._marked() if process.pid not in {known.pid for known in tree}]
         for process in tree:
             with contextlib.suppress(psutil.Error):
                 process.kill()
