@@ -38,7 +38,6 @@ import json
 import os
 import runpy
 import selectors
-import shutil
 import signal
 import socket
 import stat
@@ -70,29 +69,44 @@ def preload(modules: list[str]) -> list[str]:
     return done
 
 
-def _writable(function, path, _info) -> None:
-    """shutil.rmtree's error handler: a student may leave folders without write permission."""
-    with contextlib.suppress(OSError):
-        os.chmod(os.path.dirname(path), stat.S_IRWXU)
+def _remove(path: str, device: int) -> None:
+    """Delete `path` and what is below it on `device`; a folder on another device is a bind mount
+    (the venv, the course package, a checkout under /tmp): it is left alone, not walked."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return
+    if not stat.S_ISDIR(info.st_mode):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return
+    if info.st_dev != device:
+        return
+    with contextlib.suppress(OSError):   # a student may leave folders without write permission
         os.chmod(path, stat.S_IRWXU)
+    try:
+        names = os.listdir(path)
+    except OSError:
+        names = []
+    for name in names:
+        _remove(os.path.join(path, name), device)
     with contextlib.suppress(OSError):
-        function(path)
+        os.rmdir(path)   # fails for a mount point, which is the sandbox's, not the student's
 
 
 def empty(folder: str) -> None:
-    with contextlib.suppress(OSError):
+    """Delete everything in `folder` that lives on its file system."""
+    try:
+        device = os.stat(folder).st_dev
         os.chmod(folder, stat.S_IRWXU)
+    except OSError:
+        return
     try:
         names = os.listdir(folder)
     except OSError:
         return
     for name in names:
-        path = os.path.join(folder, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, onerror=_writable)
-        else:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+        _remove(os.path.join(folder, name), device)
 
 
 def descendants() -> list[int]:
