@@ -23,6 +23,7 @@ import ast
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -76,27 +77,37 @@ def from_env() -> Address | None:
     return Address(Path(root)) if root else None
 
 
+# nbgrader's markers: what lies between them is the instructor's, and a kernel's sys.modules must
+# not tell a student which packages the solution or the hidden tests use
+SECRET_REGIONS = re.compile(r"^[ \t]*### BEGIN (SOLUTION|HIDDEN TESTS)\b.*?^[ \t]*### END \1\b[^\n]*", re.M | re.S)
+IMPORT_LINE = re.compile(r"^[ \t]*(?:import|from)[ \t]+([A-Za-z_][\w.]*)", re.M)
+
+
+def _imported(source: str) -> list[str]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # a region cut out of a block leaves it unparsable: read the import lines
+        return IMPORT_LINE.findall(source)
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append(node.module)
+    return found
+
+
 def preload_modules(notebook) -> list[str]:
-    """The third-party packages `notebook`'s code cells import (top-level names, in order), except the
-    course's own package: what a kernel server imports before it forks."""
+    """The third-party packages `notebook`'s code cells import outside solution and hidden-test
+    regions (top-level names, in order), except the course's own package: what a kernel server
+    imports before it forks."""
     names: list[str] = []
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
-        try:
-            tree = ast.parse(cell.source)
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                found = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                found = [node.module]
-            else:
-                continue
-            for name in (module.split(".")[0] for module in found):
-                if name not in names and name not in sys.stdlib_module_names and name != "course":
-                    names.append(name)
+        for name in (module.split(".")[0] for module in _imported(SECRET_REGIONS.sub("", cell.source))):
+            if name not in names and name not in sys.stdlib_module_names and name != "course":
+                names.append(name)
     return names
 
 

@@ -27,10 +27,15 @@ def test_preload_modules_are_the_third_party_packages_the_notebook_imports():
         nbformat.v4.new_markdown_cell("import pandas"),
         nbformat.v4.new_code_cell("import os, sys\nimport tensorflow as tf\nfrom keras import layers"),
         nbformat.v4.new_code_cell("from course import syllabus\nfrom . import local\nimport numpy.linalg"),
-        nbformat.v4.new_code_cell("def f(:\n    import scipy"),          # a student's syntax error
+        nbformat.v4.new_code_cell("def f(:\n    import scipy"),          # unparsable: its import lines count
         nbformat.v4.new_code_cell("if False:\n    import tensorflow\n    from sklearn.datasets import load_digits"),
+        nbformat.v4.new_code_cell("def f():\n    ### BEGIN SOLUTION\n    import onnx\n    ### END SOLUTION\n"
+                                  "import matplotlib.pyplot as plt"),
+        nbformat.v4.new_code_cell("assert True\n### BEGIN HIDDEN TESTS\nimport pandas\n### END HIDDEN TESTS"),
     ])
-    assert warm_kernels.preload_modules(notebook) == ["tensorflow", "keras", "numpy", "sklearn"]
+    assert warm_kernels.preload_modules(notebook) == ["tensorflow", "keras", "numpy", "scipy", "sklearn",
+                                                      "matplotlib"], \
+        "what the solution or a hidden test imports must not show in a student's sys.modules"
 
 
 def test_only_an_ipykernel_command_can_be_forked():
