@@ -13,8 +13,9 @@ Every student gets a row whatever they submitted. The run writes only under `out
 - `feedback/`     one HTML per student, without hidden tests
 Each local worker's kernels fork from a kernel server of its own (`autograder.warm_kernels`), started
 before the workspaces are generated so that its imports overlap that work; `kernels="cold"`, the
-gpu profile (unless `kernels="warm"`) and clusters start every kernel from scratch. Workers never share a gradebook file, so a parallel run gives exactly the rows of a serial one; with
-`db_url` they share one gradebook server (PostgreSQL), which takes concurrent writers.
+gpu profile (unless `kernels="warm"`) and clusters start every kernel from scratch. Workers never
+share a gradebook file, so a parallel run gives exactly the rows of a serial one; with `db_url` they
+share one gradebook server (PostgreSQL), which takes concurrent writers.
 """
 
 from __future__ import annotations
@@ -236,16 +237,9 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
     max_score = sum(float(cell.metadata["nbgrader"].get("points", 0)) for cell in source_nb.cells
                     if cell.metadata.get("nbgrader", {}).get("grade"))
     cache = _Cache(out / "rows", notebook_path.read_bytes(), options)
-    to_grade = [submission for submission in students
-                if submission.ok and (options.force or cache.get(submission) is None)]
-    servers = kernel_servers(options, source_nb, sandbox_mode, out, len(to_grade), progress)
-    try:
-        spaces = _workspaces(out, assignment_id, source_dir, options, 1 if options.scheduler else options.workers)
-    except BaseException:
-        for server in servers:
-            server.close()
-        raise
-    release_nb = nbformat.read(spaces[0].release_dir() / notebook_path.name, as_version=4)
+    reused = {} if options.force else {submission.student_id: row for submission in students
+                                       if submission.ok and (row := cache.get(submission)) is not None}
+    to_grade = sum(1 for submission in students if submission.ok and submission.student_id not in reused)
     feedback_out = out / "feedback"
     feedback_out.mkdir(exist_ok=True)
     rows: list[Row] = []
@@ -258,35 +252,41 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
                  + (f" on {row.host}" if options.scheduler and not row.reused and row.host else "")
                  + (f" - {row.reason}" if row.reason else ""))
 
-    pending: dict[str, tuple[intake.Submission, tamper.Findings]] = {}
-    batch = []
-    for submission in students:
-        if not submission.ok:
-            finish(Row(submission.student_id, assignment_id, max_score=max_score, status="invalid",
-                       reason=submission.problem))
-            continue
-        cached = None if options.force else cache.get(submission)
-        if cached:
-            finish(cached)
-            continue
-        student = safe_id(submission.student_id)
-        pending[student] = (submission, tamper.scan(intake.as_notebook(submission), release_nb))
-        batch.append(jobs.Job(student, submission.student_id, assignment_id, notebook_path.name,
-                              submission.notebook_bytes, options.profile, options.timeout,
-                              int(options.memory_limit_gb * 2**30), sandbox_mode, options.db_url))
-    executor = _executor(spaces, out, options, servers)
+    servers = kernel_servers(options, source_nb, sandbox_mode, out, to_grade, progress)
     try:
-        for job, outcome in executor.run_all(batch):
-            submission, findings = pending[job.student]
-            row = _row(submission, assignment_id, outcome, options)
-            row.notes = findings.notes
-            if findings.flagged and row.status == "graded":
-                row.status, row.reason = "flagged", findings.reason()
-            if outcome.feedback_html is not None:
-                row.feedback = feedback_out / f"{submission.student_id}.html"
-                row.feedback.write_text(outcome.feedback_html, encoding="utf-8")
-            cache.put(submission, row)
-            finish(row)
+        spaces = _workspaces(out, assignment_id, source_dir, options, 1 if options.scheduler else options.workers)
+        release_nb = nbformat.read(spaces[0].release_dir() / notebook_path.name, as_version=4)
+        pending: dict[str, tuple[intake.Submission, tamper.Findings]] = {}
+        batch = []
+        for submission in students:
+            if not submission.ok:
+                finish(Row(submission.student_id, assignment_id, max_score=max_score, status="invalid",
+                           reason=submission.problem))
+                continue
+            if submission.student_id in reused:
+                finish(reused[submission.student_id])
+                continue
+            student = safe_id(submission.student_id)
+            pending[student] = (submission, tamper.scan(intake.as_notebook(submission), release_nb))
+            batch.append(jobs.Job(student, submission.student_id, assignment_id, notebook_path.name,
+                                  submission.notebook_bytes, options.profile, options.timeout,
+                                  int(options.memory_limit_gb * 2**30), sandbox_mode, options.db_url))
+        executor = _executor(spaces, out, options, servers)
+        try:
+            for job, outcome in executor.run_all(batch):
+                submission, findings = pending[job.student]
+                row = _row(submission, assignment_id, outcome, options)
+                row.notes = findings.notes
+                if findings.flagged and row.status == "graded":
+                    row.status, row.reason = "flagged", findings.reason()
+                if outcome.feedback_html is not None:
+                    row.feedback = feedback_out / f"{submission.student_id}.html"
+                    row.feedback.write_text(outcome.feedback_html, encoding="utf-8")
+                cache.put(submission, row)
+                finish(row)
+        finally:
+            executor.close()
     finally:
-        executor.close()
+        for server in servers:   # the executor closes them too; this is for when it never started
+            server.close()
     return ClassResult(assignment_id, sorted(rows, key=lambda row: row.student_id), cell_ids, max_score, out)
