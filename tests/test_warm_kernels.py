@@ -289,3 +289,29 @@ def test_closing_a_server_that_is_just_starting_leaves_no_process(tmp_path):
         left = [process for process in psutil.process_iter(["cmdline"])
                 if any(root in argument for argument in process.info.get("cmdline") or ())]
         assert not left, f"processes of a closed server: {left}"
+
+
+def test_a_kernel_that_stops_its_server_costs_nobody_else(tmp_path):
+    """SIGSTOP on the server: that student's job still ends, long before its timeout (the kernel's
+    shutdown waits a few seconds for an exit the stopped server cannot report), with its answers
+    graded as they are; the next student, on the same worker, meets a new server."""
+    source, release = notebooks.tiny_course(tmp_path, "00_gpu_setup")
+    released = nbformat.read(release, as_version=4)
+    answers = {"a stopper": "import os, signal, time\nos.kill(os.getppid(), signal.SIGSTOP)\ntime.sleep(5)\n"
+                            "def double(value):\n    return 2 * value\n",
+               "b honest": "def double(value):\n    return 2 * value\n"}
+    for student, answer in answers.items():
+        changed = nbformat.from_dict(released)
+        for cell in changed.cells:
+            if cell.metadata.get("nbgrader", {}).get("solution"):
+                cell.source = answer
+        (tmp_path / "subs" / student).mkdir(parents=True)
+        nbformat.write(changed, tmp_path / "subs" / student / "00_gpu_setup.ipynb")
+    result = grade.grade_class("00_gpu_setup", source, tmp_path / "subs", tmp_path / "out",
+                               options=grade.Options(workers=1, timeout=120, kernels="warm"), progress=lambda _: None)
+    rows = {row.student_id: row for row in result.rows}
+    assert rows["a stopper"].seconds < 90, rows["a stopper"]
+    assert (rows["a stopper"].status, rows["a stopper"].score) == ("graded", 6.0), rows["a stopper"]
+    assert (rows["b honest"].status, rows["b honest"].score) == ("graded", 6.0), rows["b honest"]
+    log = (tmp_path / "out" / "jobs" / "kernel-server-0.log").read_text(encoding="utf-8")
+    assert "restarting the kernel server: a process of it is stopped" in log
