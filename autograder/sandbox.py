@@ -16,6 +16,10 @@ nbgrader executes a submission through nbclient, which starts the kernel with ju
 It does not see the grading workspace (the source copy, `gradebook.db`), the other students' jobs,
 the submissions folder or the home folder. The residual risk is written down in the README.
 
+A warm kernel (`autograder.warm_kernels`) is a fork of a kernel server that runs in a sandbox of
+this same shape (`command`), with the same environment (`kernel_env`) and a scratch copy made the
+same way (`scratch_copy`); only its startup differs.
+
 `AUTOGRADER_SANDBOX` in the environment (or `autograder grade --sandbox`) chooses the mode: `auto`
 (the default: bwrap when it works, else none, and the driver says so), `bwrap` (grading fails with
 a clear message when it cannot start) or `none` (no sandbox, for machines without user namespaces).
