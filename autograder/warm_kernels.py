@@ -77,9 +77,21 @@ def from_env() -> Address | None:
     return Address(Path(root)) if root else None
 
 
-# nbgrader's markers: what lies between them is the instructor's, and a kernel's sys.modules must
-# not tell a student which packages the solution or the hidden tests use
-SECRET_REGIONS = re.compile(r"^[ \t]*### BEGIN (SOLUTION|HIDDEN TESTS)\b.*?^[ \t]*### END \1\b[^\n]*", re.M | re.S)
+def _secret_regions() -> re.Pattern:
+    """What nbgrader removes from the release (its solution and hidden-test delimiters, as it
+    configures them by default): the instructor's, and a kernel's sys.modules must not tell a
+    student which packages the solution or the hidden tests use."""
+    from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
+
+    def default(converter, trait: str) -> str:
+        return converter.class_traits()[trait].default_value
+
+    pairs = [(default(ClearSolutions, "begin_solution_delimeter"), default(ClearSolutions, "end_solution_delimeter")),
+             (default(ClearHiddenTests, "begin_test_delimeter"), default(ClearHiddenTests, "end_test_delimeter"))]
+    return re.compile("|".join(rf"^[^\n]*{re.escape(begin)}.*?^[^\n]*{re.escape(end)}[^\n]*" for begin, end in pairs),
+                      re.M | re.S)
+
+
 IMPORT_LINE = re.compile(r"^[ \t]*(?:import|from)[ \t]+([A-Za-z_][\w.]*)", re.M)
 
 
@@ -101,11 +113,12 @@ def preload_modules(notebook) -> list[str]:
     """The third-party packages `notebook`'s code cells import outside solution and hidden-test
     regions (top-level names, in order), except the course's own package: what a kernel server
     imports before it forks."""
+    secret = _secret_regions()
     names: list[str] = []
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
-        for name in (module.split(".")[0] for module in _imported(SECRET_REGIONS.sub("", cell.source))):
+        for name in (module.split(".")[0] for module in _imported(secret.sub("", cell.source))):
             if name not in names and name not in sys.stdlib_module_names and name != "course":
                 names.append(name)
     return names

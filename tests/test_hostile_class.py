@@ -24,14 +24,6 @@ ASSIGNMENT = "00_gpu_setup"
 NAME = f"{ASSIGNMENT}.ipynb"
 
 
-def _answer(notebook, code: str):
-    changed = nbformat.from_dict(notebook)
-    for cell in changed.cells:
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            cell.source = code
-    return changed
-
-
 def _cell(notebook, grade_id: str):
     return next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
 
@@ -79,10 +71,10 @@ def hostile(tmp_path_factory):
             nbformat.write(notebook, folder / name)
 
     put("honest", honest)
-    put("other honest", _answer(released, good))                     # a different correct answer
-    put("Zoë renamed", _answer(released, good), name="00_gpu_setup (1).ipynb")
+    put("other honest", notebooks.answered(released, good))                     # a different correct answer
+    put("Zoë renamed", notebooks.answered(released, good), name="00_gpu_setup (1).ipynb")
     with zipfile.ZipFile(subs / "zipped.zip", "w") as bundle:
-        bundle.writestr(f"zipped/{NAME}", nbformat.writes(_answer(released, good)))
+        bundle.writestr(f"zipped/{NAME}", nbformat.writes(notebooks.answered(released, good)))
     with zipfile.ZipFile(subs / "traversal.zip", "w") as bundle:
         bundle.writestr(f"../../{NAME}", nbformat.writes(honest))
     put("truncated", raw=nbformat.writes(honest).encode()[:200])
@@ -97,12 +89,12 @@ def hostile(tmp_path_factory):
     test_noise.pop("execution_count", None)
     edited.cells = [cell for cell in edited.cells if cell.metadata.get("nbgrader", {}).get("grade_id") != "test_profile"]
     put("test tamperer", edited)
-    put("hanger", _answer(released, "def double(value):\n    while True:\n        pass\n\ndouble(1)\n"))
-    put("crasher", _answer(released, "import os\nos._exit(1)\n"))
-    put("hog", _answer(released, "blob = bytearray(3 * 2**30)\nfor i in range(0, len(blob), 4096):\n    blob[i] = 1\n"))
-    put("noisy", _answer(released, good + "import warnings\nwarnings.warn('loud')\nprint('x' * 50_000_000)\n"))
-    put("prober", _answer(released, good + PROBER.replace("BASE", str(base))))
-    put("patcher", _answer(released, "import builtins\nbuiltins.AssertionError = type('Quiet', (Exception,), {})\n"
+    put("hanger", notebooks.answered(released, "def double(value):\n    while True:\n        pass\n\ndouble(1)\n"))
+    put("crasher", notebooks.answered(released, "import os\nos._exit(1)\n"))
+    put("hog", notebooks.answered(released, "blob = bytearray(3 * 2**30)\nfor i in range(0, len(blob), 4096):\n    blob[i] = 1\n"))
+    put("noisy", notebooks.answered(released, good + "import warnings\nwarnings.warn('loud')\nprint('x' * 50_000_000)\n"))
+    put("prober", notebooks.answered(released, good + PROBER.replace("BASE", str(base))))
+    put("patcher", notebooks.answered(released, "import builtins\nbuiltins.AssertionError = type('Quiet', (Exception,), {})\n"
                                     "def double(value):\n    return -1\n"))
 
     before = {p.relative_to(subs): p.read_bytes() for p in subs.rglob("*") if p.is_file()}

@@ -201,15 +201,9 @@ def test_warm_and_cold_kernels_grade_a_class_identically(tmp_path):
     source, release = notebooks.tiny_course(tmp_path, "00_gpu_setup")
     released = nbformat.read(release, as_version=4)
     submissions = tmp_path / "submissions"
-    answers = {"right": "def double(value):\n    return value * 2\n", "wrong": "def double(value):\n    return 4\n",
-               "crashes": "import os\nos._exit(3)\n"}
-    for student, answer in answers.items():
-        changed = nbformat.from_dict(released)
-        for cell in changed.cells:
-            if cell.metadata.get("nbgrader", {}).get("solution"):
-                cell.source = answer
-        (submissions / student).mkdir(parents=True)
-        nbformat.write(changed, submissions / student / "00_gpu_setup.ipynb")
+    notebooks.write_class(released, {"right": "def double(value):\n    return value * 2\n",
+                                     "wrong": "def double(value):\n    return 4\n",
+                                     "crashes": "import os\nos._exit(3)\n"}, submissions, "00_gpu_setup.ipynb")
     said = {}
     results = {}
     for kernels in ("warm", "cold"):
@@ -297,16 +291,10 @@ def test_a_kernel_that_stops_its_server_costs_nobody_else(tmp_path):
     graded as they are; the next student, on the same worker, meets a new server."""
     source, release = notebooks.tiny_course(tmp_path, "00_gpu_setup")
     released = nbformat.read(release, as_version=4)
-    answers = {"a stopper": "import os, signal, time\nos.kill(os.getppid(), signal.SIGSTOP)\ntime.sleep(5)\n"
-                            "def double(value):\n    return 2 * value\n",
-               "b honest": "def double(value):\n    return 2 * value\n"}
-    for student, answer in answers.items():
-        changed = nbformat.from_dict(released)
-        for cell in changed.cells:
-            if cell.metadata.get("nbgrader", {}).get("solution"):
-                cell.source = answer
-        (tmp_path / "subs" / student).mkdir(parents=True)
-        nbformat.write(changed, tmp_path / "subs" / student / "00_gpu_setup.ipynb")
+    notebooks.write_class(released, {
+        "a stopper": "import os, signal, time\nos.kill(os.getppid(), signal.SIGSTOP)\ntime.sleep(5)\n"
+                     "def double(value):\n    return 2 * value\n",
+        "b honest": "def double(value):\n    return 2 * value\n"}, tmp_path / "subs", "00_gpu_setup.ipynb")
     result = grade.grade_class("00_gpu_setup", source, tmp_path / "subs", tmp_path / "out",
                                options=grade.Options(workers=1, timeout=120, kernels="warm"), progress=lambda _: None)
     rows = {row.student_id: row for row in result.rows}
