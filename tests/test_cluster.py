@@ -139,7 +139,8 @@ def test_a_worker_killed_mid_run_loses_no_submission(course, local_run, tmp_path
             while not any("grade-" in str(key) for key in client.processing().get(doomed, [])) \
                     and time.monotonic() < deadline:
                 time.sleep(0.2)
-            time.sleep(2)  # mid-notebook
+            while not kernel_below(cluster.processes["doomed"].pid) and time.monotonic() < deadline:
+                time.sleep(0.2)  # mid-notebook: the job's kernel has started under the doomed worker
             running = [str(key) for key in client.processing().get(doomed, []) if "grade-" in str(key)]
             assert running, "no job reached the doomed worker"
             cluster.kill("doomed")
@@ -155,6 +156,23 @@ def test_a_worker_killed_mid_run_loses_no_submission(course, local_run, tmp_path
         assert interrupted, f"nothing was running on the doomed worker when it died: {running}"
         assert {hosts[student] for student in interrupted} == {cluster.addresses["survivor"]}, \
             "the job the doomed worker was running was run again on the survivor"
+
+
+def kernel_below(pid: int) -> bool:
+    """Whether a Jupyter kernel runs among the descendants of process `pid`."""
+    import psutil
+
+    try:
+        below = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return False
+    for process in below:
+        try:
+            if any("ipykernel" in argument for argument in process.cmdline()):
+                return True
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return False
 
 
 def test_two_graders_share_one_new_postgres_gradebook_at_once(course, gradebook_url, tmp_path):

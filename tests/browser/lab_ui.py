@@ -6,6 +6,7 @@ was on the screen instead of which selector was missing.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -44,28 +45,73 @@ def wait_visible(page: Page, locator: Locator, what: str, timeout: float = 30.0)
 
 
 def open_notebook(page: Page, url: str) -> None:
-    """Open a notebook URL and wait until its cells are shown and its kernel is idle."""
+    """Open a notebook URL and wait until its cells are shown and its kernel is connected and idle."""
     page.goto(url)
     wait_visible(page, page.locator(CELLS), "the notebook's cells", timeout=60)
-    wait_kernel_idle(page)
+    _wait_for(page, lambda state: state["kernel"] == "Idle" and state["status"] == "idle",
+              "the notebook's kernel to start and be idle", KERNEL_TIMEOUT)
 
 
-def wait_kernel_idle(page: Page, timeout: float = KERNEL_TIMEOUT) -> None:
-    """Until the kernel indicator says idle and no cell waits to run, for a second and a half in a row."""
-    indicator = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator")
-    queued = page.locator(f"{CELLS} .jp-InputPrompt", has_text="[*]")
+# One read of the open notebook:
+# - kernel: the status bar's kernel status ('Python 3 (TF course) | Idle'), 'Idle' only once a kernel
+#   is connected and idle (JupyterLab's sessionContext.kernelDisplayStatus; before that
+#   'Initializing', and a run asked for then is refused with a notification or a Select Kernel dialog);
+# - status: the execution indicator's data-status, which reads 'idle' from the start, kernel or not,
+#   so it only counts together with `kernel`;
+# - prompts: each cell's input prompt ('[3]:' ran, '[*]:' running or queued, '[ ]:' never ran or
+#   aborted; None for a markdown cell).
+_STATE = """cells => {
+    const panel = '.jp-NotebookPanel:not(.lm-mod-hidden) ';
+    const kernel = document.querySelector('.jp-StatusBar-TextItem[title^="Change kernel for"]')?.textContent ?? '';
+    return {
+        kernel: kernel.includes(' | ') ? kernel.split(' | ').pop().trim() : null,
+        status: document.querySelector(panel + '.jp-Notebook-ExecutionIndicator')?.getAttribute('data-status') ?? null,
+        dialog: document.querySelector('.jp-Dialog-header')?.textContent ?? null,
+        prompts: cells.map(cell => cell.classList.contains('jp-CodeCell')
+                ? (cell.querySelector('.jp-InputPrompt')?.textContent ?? '').trim() : null),
+    };
+}"""
+RAN = re.compile(r"^\[\d+\]:?$")
+
+
+def notebook_state(page: Page) -> dict:
+    """The notebook's kernel, execution indicator, open dialog and prompts, read at once (see _STATE)."""
+    return page.locator(CELLS).evaluate_all(_STATE)
+
+
+def ran(state: dict) -> list[int]:
+    """The cells whose prompt shows an execution count in `state`."""
+    return [index for index, prompt in enumerate(state["prompts"]) if prompt and RAN.match(prompt)]
+
+
+def _wait_for(page: Page, done, what: str, timeout: float) -> dict:
+    """Poll the notebook's state until `done(state)`; fail with the page's text after `timeout`."""
     deadline = time.monotonic() + timeout
-    calm_since = None
-    while time.monotonic() < deadline:
-        idle = indicator.count() and indicator.first.get_attribute("data-status") == "idle" and queued.count() == 0
-        if not idle:
-            calm_since = None
-        elif calm_since is None:
-            calm_since = time.monotonic()
-        elif time.monotonic() - calm_since >= 1.5:
-            return
-        time.sleep(0.25)
-    fail_with_page(page, f"the kernel was not idle within {timeout:.0f} s")
+    while True:
+        state = notebook_state(page)
+        if done(state):
+            return state
+        if time.monotonic() > deadline:
+            fail_with_page(page, f"waited {timeout:.0f} s for {what}; last state {state}")
+        page.wait_for_timeout(100)  # the page's own event loop runs on; this is a poll interval, not a wait for time
+
+
+def wait_run_finished(page: Page, first: int, timeout: float = KERNEL_TIMEOUT) -> dict:
+    """After a run was asked for from cell `first` (Run All: 0; Shift+Enter on cell i: i), wait until
+    that run is over, from facts about that run: the first code cell at or below `first` shows an
+    execution count (JupyterLab sets it from the kernel's reply, after the cell's outputs arrived),
+    no code cell is running or queued (`[*]`; a cell aborted after an error goes back to `[ ]`), and
+    the kernel reports idle. Returns the last state read."""
+    def finished(state: dict) -> bool:
+        if state["dialog"]:
+            fail_with_page(page, f"a dialog {state['dialog']!r} interrupted the run from cell {first}")
+        prompts = state["prompts"]
+        code = [index for index in range(first, len(prompts)) if prompts[index] is not None]
+        return (bool(code) and bool(RAN.match(prompts[code[0]]))
+                and not any(prompt and prompt.startswith("[*]") for prompt in prompts)
+                and state["kernel"] == "Idle" and state["status"] == "idle")
+
+    return _wait_for(page, finished, f"the run from cell {first} to finish", timeout)
 
 
 def menu(page: Page, top: str, item: str) -> None:
@@ -82,16 +128,29 @@ def select_cell(page: Page, index: int) -> None:
     cell.locator(".jp-InputPrompt").first.click()
 
 
-def save_and_read(page: Page, path: Path) -> nbformat.NotebookNode:
-    """Save the open notebook with Ctrl+S and read the file JupyterLab wrote."""
+def save_and_read(page: Page, path: Path, ran: list[int] = ()) -> nbformat.NotebookNode:
+    """Save the open notebook with Ctrl+S; return the file JupyterLab wrote for this save.
+
+    The save is done when the tab is no longer marked unsaved *and* the file on disk changed since
+    the key press, and the file holds an execution count in every cell of `ran` (what the page
+    showed before the save): a file read before it was written fails none of these by luck."""
+    before = path.stat().st_mtime_ns if path.exists() else None
     page.keyboard.press("Control+s")
     dirty = page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")
-    try:
-        dirty.wait_for(state="detached", timeout=30_000)
-        return nbformat.read(path, as_version=4)
-    except PlaywrightTimeout:
-        pass
-    fail_with_page(page, "the notebook was still unsaved 30 s after Ctrl+S")
+    deadline = time.monotonic() + 30
+    notebook = None
+    while time.monotonic() < deadline:
+        if dirty.count() == 0 and path.exists() and path.stat().st_mtime_ns != before:
+            try:
+                notebook = nbformat.read(path, as_version=4)
+            except Exception:  # caught mid-write: read the finished file on the next poll
+                notebook = None
+            if notebook is not None and all(notebook.cells[index].get("execution_count") for index in ran):
+                return notebook
+        page.wait_for_timeout(100)
+    fail_with_page(page, f"the notebook was not saved 30 s after Ctrl+S (file changed: "
+                         f"{path.exists() and path.stat().st_mtime_ns != before}, cells {list(ran)} with an "
+                         f"execution count in it: {notebook is not None})")
 
 
 def error_text(cell) -> str:

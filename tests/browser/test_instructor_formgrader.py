@@ -9,6 +9,8 @@ from tests.browser import lab_ui
 from tests.browser.courses import LAYOUT, instructor_copy
 from tests.browser.server import LabServer
 
+pytestmark = pytest.mark.browser
+
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):

@@ -16,6 +16,8 @@ from tests.browser import lab_ui
 from tests.browser.courses import LAYOUT, student_copy
 from tests.browser.server import LabServer
 
+pytestmark = pytest.mark.browser
+
 ASSIGNMENT = "00_gpu_setup"
 NOTEBOOK = f"release/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
 SOLVED = "check_build"  # the exercise the Validate test solves (its test cell is test_check_build)
@@ -55,8 +57,8 @@ def test_run_all_on_the_release_stops_only_at_the_unsolved_exercises(lab, notebo
     cells = nbformat.read(notebook, as_version=4).cells
     stops, start = [], 0
     while start < len(cells):
-        lab_ui.wait_kernel_idle(page)
-        cells = lab_ui.save_and_read(page, notebook).cells
+        state = lab_ui.wait_run_finished(page, start)
+        cells = lab_ui.save_and_read(page, notebook, lab_ui.ran(state)).cells
         failed = [index for index in range(start, len(cells)) if lab_ui.error_text(cells[index])]
         if not failed:
             break
@@ -101,15 +103,17 @@ def test_validate_after_solving_one_exercise_reports_only_the_others(lab, notebo
     page.keyboard.press("Control+a")
     page.keyboard.insert_text(answer)
     page.keyboard.press("Shift+Enter")
-    lab_ui.wait_kernel_idle(page)
-    saved = lab_ui.save_and_read(page, notebook).cells[index]
+    state = lab_ui.wait_run_finished(page, index)
+    saved = lab_ui.save_and_read(page, notebook, lab_ui.ran(state)).cells[index]
     assert saved.source == answer, f"the cell holds what was typed:\n{saved.source}"
     assert saved.execution_count and not lab_ui.error_text(saved), f"the solution ran: {saved.outputs}"
 
     validate = page.locator(".jp-NotebookPanel-toolbar .jp-ToolbarButton", has_text="Validate")
     lab_ui.wait_visible(page, validate, "nbgrader's Validate button in the notebook toolbar").first.click()
-    dialog = lab_ui.wait_visible(page, page.locator(".jp-Dialog-content"), "nbgrader's validation dialog",
-                                 timeout=lab_ui.KERNEL_TIMEOUT)
+    # nbgrader shows its dialog only once the server's validate call answered (titled "Validation
+    # Results", or "Validation failed" when the call itself failed)
+    dialog = lab_ui.wait_visible(page, page.locator(".jp-Dialog-content", has_text="Validation"),
+                                 "nbgrader's validation dialog", timeout=lab_ui.KERNEL_TIMEOUT)
     text = dialog.first.inner_text()
     unsolved = [cell for cell in typed.cells if _nbgrader(cell).get("grade") and
                 _nbgrader(cell)["grade_id"] != f"test_{SOLVED}"]
