@@ -11,14 +11,16 @@ from __future__ import annotations
 import csv
 import html
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import nbformat
 
-from course import runner
+from course import runner, syllabus
 from course.layout import Layout
 from autograder import demo, release
 
@@ -33,6 +35,8 @@ class Line:
     solution_score: str = ""
     blank_score: str = ""
     problems: list[str] = field(default_factory=list)
+    kernel_log: Path | None = None  # the notebook's kernel's own stdout and stderr
+    grade_log: Path | None = None  # the demo grading's output
 
 
 def tests_passed(executed: Path) -> tuple[int, int]:
@@ -44,55 +48,101 @@ def tests_passed(executed: Path) -> tuple[int, int]:
     return len(passed), len(tests)
 
 
-def run(layout: Layout, profile: str = "ci") -> list[Line]:
+def run(layout: Layout, profile: str = "ci", say: Callable[[str], None] = print) -> list[Line]:
+    """Every assignment in syllabus order: execute it, then grade its demo class while the next one
+    executes (two processes for two cores). `say` gets one line per assignment when it is done."""
     lines = []
     drift = release.drift(layout)
-    for result in runner.run_all(layout, profile):
-        line = Line(result.assignment, result.status, round(result.seconds, 1))
-        lines.append(line)
-        if result.status == "missing":
+    grading: DemoGrading | None = None
+    for assignment_id in syllabus.ids():
+        notebook = layout.source_notebook(assignment_id)
+        if not notebook.exists():
+            if grading:  # nothing to execute meanwhile: its line first, so the lines keep the syllabus order
+                say(grading.finish())
+                grading = None
+            lines.append(Line(assignment_id, "missing"))
+            say(f"{assignment_id:<22} missing: {notebook} does not exist yet")
             continue
+        result = runner.run_notebook(notebook, layout.executed(profile, assignment_id), profile, assignment_id)
+        line = Line(result.assignment, result.status, round(result.seconds, 1), kernel_log=result.kernel_log)
+        lines.append(line)
         if result.status == "failed":
-            line.problems.append(result.error)
+            line.problems.append(f"{result.error} (kernel log: {_shown(layout, result.kernel_log)})")
         if result.executed and result.executed.exists():
             line.tests_passed, line.tests_total = tests_passed(result.executed)
         line.problems += [problem for problem in drift if problem.startswith(f"release/{result.assignment}")]
-        _grade_demo(layout, result.assignment, line)
-        if line.problems and line.status == "ok":
-            line.status = "problems"
+        if grading:
+            say(grading.finish())
+        grading = DemoGrading(layout, line)
+    if grading:
+        say(grading.finish())
     return lines
 
 
-def _grade_demo(layout: Layout, assignment_id: str, line: Line) -> None:
-    """Grade the demo class with `autograder grade`, the instructors' command, in a process of its
-    own; its output goes to `build/demo/<assignment>/grade.log`, its rows come from grades.csv."""
-    out = layout.build / "demo" / assignment_id
-    if not layout.release_notebook(assignment_id).exists():
-        line.problems.append("no release notebook to grade: run `make release`")
-        return
-    demo.write_class(layout.source_notebook(assignment_id), layout.release_notebook(assignment_id), out / "submissions")
-    command = [sys.executable, "-m", "autograder.cli", "grade", assignment_id, "--submissions",
-               str(out / "submissions"), "--out", str(out / "grading"), "--workers", str(min(2, os.cpu_count() or 1)),
-               "--force"]
-    log = out / "grade.log"
-    with log.open("wb") as handle:
-        done = subprocess.run(command, cwd=layout.root, stdout=handle, stderr=subprocess.STDOUT,
-                              env=dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"))
-    grades = out / "grading" / "grades.csv"
-    if done.returncode != 0 or not grades.exists():
-        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or ["no output"]
-        line.problems.append(f"`autograder grade` exited with {done.returncode}: {tail[0][:200]} (see {log})")
-        return
-    with grades.open(newline="", encoding="utf-8") as handle:
-        rows = {row["student_id"]: row for row in csv.DictReader(handle)}
-    solution, blank = rows["solution"], rows["blank"]
-    line.solution_score = f"{solution['score']}/{solution['max_score']}"
-    line.blank_score = f"{blank['score']}/{blank['max_score']}"
-    if (solution["status"] != "graded" or float(solution["score"]) != float(solution["max_score"])
-            or float(solution["max_score"]) == 0):
-        line.problems.append(f"the solution got {line.solution_score} ({solution['status']} {solution['reason']})".strip())
-    if float(blank["score"]) != 0:
-        line.problems.append(f"the blank release got {line.blank_score}, expected 0")
+def _shown(layout: Layout, path: Path | None) -> str:
+    """`path` relative to the course root when it is inside it (how the terminal shows it)."""
+    if path is None:
+        return "-"
+    try:
+        return str(path.resolve().relative_to(layout.root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+class DemoGrading:
+    """The demo class of one assignment graded by `autograder grade`, the instructors' command, in a
+    process of its own (started at once; `finish` waits for it): its output goes to
+    `build/demo/<assignment>/grade.log`, its rows come from grades.csv."""
+
+    def __init__(self, layout: Layout, line: Line):
+        self.layout, self.line = layout, line
+        self.out = layout.build / "demo" / line.assignment
+        self.log = line.grade_log = self.out / "grade.log"
+        self.process: subprocess.Popen | None = None
+        if not layout.release_notebook(line.assignment).exists():
+            line.problems.append("no release notebook to grade: run `make release`")
+            return
+        shutil.rmtree(self.out, ignore_errors=True)
+        demo.write_class(layout.source_notebook(line.assignment), layout.release_notebook(line.assignment),
+                         self.out / "submissions")
+        # one worker: its kernel server imports TensorFlow once for both students
+        command = [sys.executable, "-m", "autograder.cli", "grade", line.assignment, "--submissions",
+                   str(self.out / "submissions"), "--out", str(self.out / "grading"), "--workers", "1", "--force"]
+        with self.log.open("wb") as handle:
+            self.process = subprocess.Popen(
+                command, cwd=layout.root, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"))
+
+    def finish(self) -> str:
+        """Wait for the grading, read its rows into the line; the assignment's one-line summary."""
+        if self.process is not None:
+            self._read(self.process.wait())
+        line = self.line
+        if line.problems and line.status == "ok":
+            line.status = "problems"
+        tests = f"{line.tests_passed}/{line.tests_total}" if line.tests_total else "-"
+        text = (f"{line.assignment:<22} {line.status:<9} executed in {line.seconds:.1f} s, tests {tests}, "
+                f"solution {line.solution_score or '-'}, blank {line.blank_score or '-'}")
+        return "\n".join([text, *(f"    ! {problem}" for problem in line.problems)])
+
+    def _read(self, returncode: int) -> None:
+        line, grades = self.line, self.out / "grading" / "grades.csv"
+        if returncode != 0 or not grades.exists():
+            tail = self.log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or ["no output"]
+            line.problems.append(f"`autograder grade` exited with {returncode}: {tail[0][:200]} "
+                                 f"(see {_shown(self.layout, self.log)})")
+            return
+        with grades.open(newline="", encoding="utf-8") as handle:
+            rows = {row["student_id"]: row for row in csv.DictReader(handle)}
+        solution, blank = rows["solution"], rows["blank"]
+        line.solution_score = f"{solution['score']}/{solution['max_score']}"
+        line.blank_score = f"{blank['score']}/{blank['max_score']}"
+        if (solution["status"] != "graded" or float(solution["score"]) != float(solution["max_score"])
+                or float(solution["max_score"]) == 0):
+            line.problems.append(f"the solution got {line.solution_score} ({solution['status']} "
+                                 f"{solution['reason']})".strip() + f" (see {_shown(self.layout, self.log)})")
+        if float(blank["score"]) != 0:
+            line.problems.append(f"the blank release got {line.blank_score}, expected 0")
 
 
 def table(lines: list[Line]) -> str:
@@ -106,20 +156,33 @@ def table(lines: list[Line]) -> str:
     return "\n".join(rows)
 
 
+def _links(line: Line, report: Path) -> str:
+    """Links, relative to the report, to what the line's run left: the executed notebook's HTML, the
+    kernel's own log, the demo grading's log and report."""
+    found = {"notebook": line.kernel_log and line.kernel_log.with_name(f"{line.assignment}.html"),
+             "kernel log": line.kernel_log, "grading log": line.grade_log,
+             "grading report": line.grade_log and line.grade_log.parent / "grading" / "report.html"}
+    return " · ".join(f'<a href="{html.escape(os.path.relpath(path, report.parent))}">{name}</a>'
+                      for name, path in found.items() if path and path.exists())
+
+
 def write_report(lines: list[Line], path: Path, profile: str) -> Path:
     escape = html.escape
     body = "".join(
-        f"<tr><td>{escape(line.assignment)}</td><td>{line.status}</td><td>{line.seconds:.1f}</td>"
-        f"<td>{line.tests_passed}/{line.tests_total}</td><td>{line.solution_score or '-'}</td>"
-        f"<td>{line.blank_score or '-'}</td><td>{'<br>'.join(escape(p) for p in line.problems)}</td></tr>"
+        f"<tr><td>{escape(line.assignment)}</td><td>{escape(line.status)}</td><td>{line.seconds:.1f}</td>"
+        f"<td>{line.tests_passed}/{line.tests_total}</td><td>{escape(line.solution_score or '-')}</td>"
+        f"<td>{escape(line.blank_score or '-')}</td><td>{'<br>'.join(escape(p) for p in line.problems)}</td>"
+        f"<td>{_links(line, path)}</td></tr>"
         for line in lines)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"""<!doctype html><html><head><meta charset="utf-8"><title>Course run ({profile})</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px}}</style>
 </head><body><h1>Course run, {escape(profile)} profile</h1>
 <p>Each notebook executed end to end under the profile; the demo class graded through <code>autograder grade</code>:
-the solutions typed into the release (must get full marks) and the untouched release (must get zero).</p>
-<table><tr><th>assignment</th><th>status</th><th>wall time (s)</th><th>tests passed</th><th>solution</th><th>blank release</th><th>problems</th></tr>
+the solutions typed into the release (must get full marks) and the untouched release (must get zero).
+The kernel log holds what the notebook's kernel process wrote itself (TensorFlow's C++ log lines among
+them), which is not part of the notebook's outputs.</p>
+<table><tr><th>assignment</th><th>status</th><th>wall time (s)</th><th>tests passed</th><th>solution</th><th>blank release</th><th>problems</th><th>files</th></tr>
 {body}</table></body></html>""", encoding="utf-8")
     return path
 

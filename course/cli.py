@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from course import syllabus
 
 
 def _doctor(args) -> int:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from course import doctor
+    from course import doctor  # TensorFlow's log lines are captured into the diagnosis, not printed
 
     diagnosis = doctor.diagnose()
     print(doctor.format_json(diagnosis) if args.json else doctor.format_text(diagnosis))

@@ -7,6 +7,7 @@ notebook 00_gpu_setup teaches where each of these facts comes from and why each 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
@@ -57,6 +58,37 @@ def _build(facts: dict) -> Check:
     return Check("build", OK, detail)
 
 
+# cuInit's result codes (CUresult, cuda.h) that TensorFlow's log can carry, and what each means here.
+# 303 is what TensorFlow's own CUDA stub returns for every driver call when it cannot load the
+# driver's library libcuda.so.1 (GetSymbolNotFoundError in third_party/xla/xla/tsl/cuda/cuda_stub.cc);
+# the stub's cuGetErrorName fails the same way, hence "UNKNOWN ERROR (303)" in the log line.
+CU_INIT_RESULTS = {
+    100: "the NVIDIA driver is loaded but reports no GPU (CUDA_ERROR_NO_DEVICE)",
+    303: "no NVIDIA driver found: libcuda.so.1, the driver's library, could not be loaded",
+    803: "the NVIDIA driver and its kernel module disagree (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)",
+    999: "the NVIDIA driver failed to initialise (CUDA_ERROR_UNKNOWN)",
+}
+CU_INIT_FAILED = re.compile(r"failed call to cuInit: (?P<status>.*?)\s*$")
+
+
+def driver_diagnosis(log: list[str]) -> str | None:
+    """What TensorFlow's log says about the NVIDIA driver, in words; None when it says nothing.
+
+    TensorFlow logs `failed call to cuInit: ... (<code>)` from the file its log line names
+    (cuda_platform.cc) when it enumerates GPUs, and `Could not find cuda drivers` from
+    cudart_stub.cc when it loads without a driver."""
+    for line in log:
+        match = CU_INIT_FAILED.search(line)
+        if match:
+            status = match.group("status")
+            code = re.search(r"\((\d+)\)\s*$", status)
+            meaning = CU_INIT_RESULTS.get(int(code.group(1))) if code else None
+            return f"{meaning or 'cuInit failed'} (TensorFlow logged: failed call to cuInit: {status})"
+    if any("Could not find cuda drivers" in line for line in log):
+        return "no NVIDIA driver found (TensorFlow logged: Could not find cuda drivers on your machine)"
+    return None
+
+
 def _gpu(facts: dict) -> Check:
     gpus = [device for device in facts["tensorflow"]["devices"] if device["type"] == "GPU"]
     if gpus:
@@ -66,7 +98,8 @@ def _gpu(facts: dict) -> Check:
     hint = "GPU-only cells will print why they skip"
     if facts["tensorflow"]["build_info"].get("is_cuda_build") and not facts["nvidia_distributions"]:
         hint += "; on a GPU machine install the [gpu] extra (pip's CUDA libraries)"
-    return Check("gpu", WARN, "no GPU visible to TensorFlow", hint)
+    driver = driver_diagnosis(facts.get("tensorflow_log", []))
+    return Check("gpu", WARN, "no GPU visible to TensorFlow" + (f": {driver}" if driver else ""), hint)
 
 
 def _shadowing(facts: dict) -> Check:

@@ -6,11 +6,13 @@ optional so a terminal diagnosis can first check, in a subprocess, that the impo
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import os
 import platform
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +119,25 @@ def tensorflow_facts() -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def captured_stderr():
+    """Collect what is written to file descriptor 2 inside the block, where TensorFlow's C++ logging
+    writes directly (past `sys.stderr`); yields a list of the lines, filled when the block ends."""
+    lines: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            lines.extend(line for line in sink.read().decode("utf-8", "replace").splitlines() if line.strip())
+
+
 def collect(import_tensorflow: bool = True) -> dict[str, Any]:
     """Every fact, as a JSON-serialisable dict."""
     facts: dict[str, Any] = {
@@ -131,7 +152,11 @@ def collect(import_tensorflow: bool = True) -> dict[str, Any]:
         "cpu_flags": cpu_flags(),
     }
     if import_tensorflow:
-        facts["tensorflow"] = tensorflow_facts()
+        # what TensorFlow logs while it imports and looks for devices (the cuInit failure on a
+        # machine without a driver) is a fact too: `doctor` turns it into a diagnosis
+        with captured_stderr() as log:
+            facts["tensorflow"] = tensorflow_facts()
+        facts["tensorflow_log"] = log
     return facts
 
 

@@ -9,6 +9,8 @@ profile's overrides injected after its `parameters` cell, on the course kernel. 
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,7 @@ class RunResult:
     executed: Path | None = None
     html: Path | None = None
     error: str = ""
+    kernel_log: Path | None = None  # the kernel's own stdout and stderr
 
 
 def prepare(notebook: Path, output: Path, profile: str, assignment_id: str | None = None) -> Path:
@@ -38,27 +41,60 @@ def prepare(notebook: Path, output: Path, profile: str, assignment_id: str | Non
     return output
 
 
+def kernel_log(executed: Path) -> Path:
+    """Where the kernel's own log of an executed notebook goes: `<name>.kernel.log` beside it."""
+    return executed.with_suffix(".kernel.log")
+
+
 def run_notebook(notebook: Path, output: Path, profile: str, assignment_id: str | None = None,
                  progress_bar: bool = True, timeout: int | None = 1800) -> RunResult:
-    """Execute one notebook under `profile`; never raises for a failing notebook, reports it."""
+    """Execute one notebook under `profile`; never raises for a failing notebook, reports it.
+
+    The kernel's own stdout and stderr (TensorFlow's C++ log lines among them) and papermill's log
+    messages go to `kernel_log(output)`, not to the terminal; the notebook's outputs are unchanged."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
+    from course.kernel_log import KernelLogManager, kernel_log_config
+
     assignment = syllabus.get(assignment_id or notebook.stem)
     output.parent.mkdir(parents=True, exist_ok=True)
+    log_path = kernel_log(output)
+    log_path.unlink(missing_ok=True)
     start = time.perf_counter()
     error = ""
-    try:
-        papermill.execute_notebook(
-            str(notebook), str(output), parameters=assignment.parameters(profile),
-            kernel_name=kernel.KERNEL_NAME, cwd=str(notebook.parent), progress_bar=progress_bar,
-            execution_timeout=timeout, log_output=False,
-        )
-    except PapermillExecutionError as failure:
-        error = f"cell {failure.exec_count}: {failure.ename}: {failure.evalue}"
+    with _logger_to_file("papermill", log_path):
+        try:
+            papermill.execute_notebook(
+                str(notebook), str(output), parameters=assignment.parameters(profile),
+                kernel_name=kernel.KERNEL_NAME, cwd=str(notebook.parent), progress_bar=progress_bar,
+                execution_timeout=timeout, log_output=False,
+                kernel_manager_class=KernelLogManager, config=kernel_log_config(log_path),
+            )
+        except PapermillExecutionError as failure:
+            error = f"cell {failure.exec_count}: {failure.ename}: {failure.evalue}"
+        except Exception as failure:  # the kernel died or would not start: say so, with the log to read
+            error = f"{type(failure).__name__}: {failure}"
     seconds = time.perf_counter() - start
     html = write_html(output) if output.exists() else None
-    return RunResult(assignment.id, "failed" if error else "ok", seconds, output, html, error)
+    return RunResult(assignment.id, "failed" if error else "ok", seconds, output, html, error, log_path)
+
+
+@contextlib.contextmanager
+def _logger_to_file(name: str, path: Path):
+    """Send the messages of logger `name` to `path` (and nowhere else) for the duration."""
+    logger = logging.getLogger(name)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+        handler.close()
 
 
 def write_html(executed: Path) -> Path:

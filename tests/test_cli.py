@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -141,6 +142,12 @@ def test_course_doctor_json_end_to_end():
     names = [check["name"] for check in diagnosis["checks"]]
     assert {"python", "import tensorflow", "gpu", "kernel", "LD_LIBRARY_PATH", "cpu"} <= set(names)
     assert done.returncode == (0 if diagnosis["ok"] else 1)
+    # TensorFlow's C++ log lines (`E0000 ... failed call to cuInit`) became facts, not terminal noise
+    assert not re.search(r"^[IWEF]\d{4} ", done.stderr, flags=re.M), done.stderr[-2000:]
+    gpu = next(check for check in diagnosis["checks"] if check["name"] == "gpu")
+    if gpu["status"] != "OK":  # no GPU here: what TensorFlow logged about the driver is in the diagnosis
+        assert any("cuInit" in line or "cuda drivers" in line for line in diagnosis["facts"]["tensorflow_log"])
+        assert "driver" in gpu["detail"], gpu
 
 
 def test_course_list_names_every_assignment(capsys, monkeypatch):

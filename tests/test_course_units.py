@@ -145,6 +145,40 @@ def test_doctor_reports_an_import_failure_as_fail():
     assert check.status == doctor.FAIL and "libcudart" in check.detail
 
 
+@pytest.mark.parametrize("line, expected", [
+    ("E0000 00:00:1796318886.364770   12603 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: "
+     "Failed call to cuInit: UNKNOWN ERROR (303)", "no NVIDIA driver found: libcuda.so.1"),
+    ("E0000 00:00:1.0 1 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: Failed call to cuInit: "
+     "CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected (100)", "reports no GPU"),
+    ("E0000 00:00:1.0 1 cuda_platform.cc:52] failed call to cuInit: INTERNAL: something new (42)",
+     "cuInit failed (TensorFlow logged: failed call to cuInit: INTERNAL: something new (42))"),
+    ("I0000 00:00:1.0 1 cudart_stub.cc:31] Could not find cuda drivers on your machine, GPU will not be used.",
+     "no NVIDIA driver found (TensorFlow logged: Could not find"),
+])
+def test_doctor_reads_the_driver_problem_from_tensorflows_log(line, expected):
+    log = ["WARNING: All log messages before absl::InitializeLog() is called are written to STDERR", line]
+    assert expected in doctor.driver_diagnosis(log)
+
+
+def test_doctor_says_nothing_of_a_driver_tensorflows_log_does_not_mention():
+    assert doctor.driver_diagnosis(["I0000 00:00:1.0 1 cpu_feature_guard.cc:227] This TensorFlow binary ..."]) is None
+    facts = {"tensorflow": {"devices": [{"type": "CPU"}], "build_info": {"is_cuda_build": False}},
+             "nvidia_distributions": {}, "tensorflow_log": []}
+    assert doctor._gpu(facts).detail == "no GPU visible to TensorFlow"
+
+
+def test_captured_stderr_takes_what_is_written_to_the_descriptor_itself(capfd):
+    import os
+
+    with environment.captured_stderr() as lines:
+        os.write(2, b"E0000 from C++\n\n")
+        os.write(2, b"W0000 another line\n")
+    assert lines == ["E0000 from C++", "W0000 another line"]
+    assert capfd.readouterr().err == ""
+    os.write(2, b"after\n")
+    assert capfd.readouterr().err == "after\n"
+
+
 def test_doctor_text_and_json_formats():
     diagnosis = {"ok": False, "facts": {}, "checks": [
         {"name": "gpu", "status": "WARN", "detail": "no GPU", "hint": "skip"},
