@@ -15,9 +15,14 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 venv: $(STAMP)
 
+# pip installs uv from the lock's own hash-pinned entry; uv installs the whole lock (hashes checked,
+# bytecode compiled) in a third of pip's time. `pip install --require-hashes --no-deps -r requirements.lock`
+# gives the same venv.
 $(STAMP): requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r requirements.lock
+	awk '/^[^ ]/ { keep = /^uv==/ } keep' requirements.lock > $(VENV)/uv.lock
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r $(VENV)/uv.lock
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --require-hashes --no-deps --compile-bytecode -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation --config-settings editable_mode=compat -e .
 	$(BIN)/python -m pip check
 	$(BIN)/python -c "from course import kernel; kernel.install()"
@@ -33,7 +38,8 @@ system-packages:
 test: $(STAMP) system-packages
 	rm -rf build/prepared/$(PROFILE)
 	$(BIN)/course prepare --profile $(PROFILE) --out build/prepared/$(PROFILE)
-	$(BIN)/pytest tests build/prepared/$(PROFILE) --nbval-lax -p no:cacheprovider -n 2 --dist loadfile
+	$(BIN)/pytest tests build/prepared/$(PROFILE) --nbval-lax -p no:cacheprovider \
+	    -n 3 --dist loadfile --no-loadscope-reorder --durations=15
 
 # On the self-hosted GPU runner: the [gpu] extra, then every notebook under the gpu profile,
 # where GPU-only cells are hard checks instead of printed skips.

@@ -7,7 +7,7 @@ It holds `release/` (notebooks with outputs cleared), the `course` package, a st
 `autograder/student_readme.md`). Never `source/`, `autograder/`, `nbgrader_config.py` or tests.
 
 The student's pyproject is the repository's without `autograder` and without the dependencies
-only instructors use (`INSTRUCTOR_ONLY`: testing, cluster grading, browser tests). The lock and
+only instructors use (`INSTRUCTOR_ONLY`: testing, cluster grading, browser tests, installing with uv). The lock and
 environment.yml keep just the pins those dependencies need: their closure, read from the metadata
 of the installed distributions (the venv installed from the very same lock).
 
@@ -29,7 +29,7 @@ from packaging.requirements import Requirement
 
 from course.layout import Layout
 
-INSTRUCTOR_ONLY = ("nbval", "pytest", "pytest-xdist", "distributed", "psycopg2-binary", "playwright")
+INSTRUCTOR_ONLY = ("nbval", "pytest", "pytest-xdist", "distributed", "psycopg2-binary", "playwright", "uv")
 SHIPPED_FOLDERS = ("release", "course")
 SKIPPED_PARTS = ("__pycache__", ".ipynb_checkpoints")
 SKIPPED_SUFFIXES = (".pyc", ".pyo")

@@ -12,6 +12,8 @@ from autograder import demo, export
 from autograder.grade import Options, grade_class
 from tests import notebooks
 
+pytestmark = pytest.mark.grading
+
 ASSIGNMENT = "00_gpu_setup"  # a syllabus id, so the grade profile is injected
 
 

@@ -23,6 +23,8 @@ BIN = Path(sys.executable).parent
 ASSIGNMENT = "00_gpu_setup"
 NAME = f"{ASSIGNMENT}.ipynb"
 
+pytestmark = pytest.mark.grading
+
 
 def _cell(notebook, grade_id: str):
     return next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)

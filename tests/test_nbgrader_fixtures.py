@@ -10,7 +10,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from autograder.grade import Options, grade_class
+
+pytestmark = pytest.mark.grading
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nbgrader"
 EXPECTED = {"unchanged": 1, "changed": 2, "cheat-attempt": 1, "cheat-attempt-alternative": 1}

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from autograder import release
-from course import kernel, syllabus
+from course import kernel, runner, syllabus
 from course.layout import Layout
 from tests import notebooks
 
@@ -127,9 +127,13 @@ def test_release_is_in_sync_with_source():
 
 @pytest.mark.parametrize("assignment_id", PRESENT)
 def test_nbgrader_validate_invert_the_student_version_fails_its_tests(assignment_id, tmp_path):
-    """`nbgrader validate --invert` succeeds only when every test cell fails on the blank release."""
+    """`nbgrader validate --invert` succeeds only when every test cell fails on the blank release.
+    The release runs with the ci profile injected (as a student's copy does in the browser tests):
+    whether a test cell fails on an unsolved exercise does not depend on the sizes."""
     bin_dir = Path(sys.executable).parent
-    done = subprocess.run([str(bin_dir / "nbgrader"), "validate", "--invert", str(LAYOUT.release_notebook(assignment_id))],
+    student = runner.prepare(LAYOUT.release_notebook(assignment_id), tmp_path / "release" / f"{assignment_id}.ipynb",
+                             "ci", assignment_id)
+    done = subprocess.run([str(bin_dir / "nbgrader"), "validate", "--invert", str(student)],
                           capture_output=True, text=True, cwd=tmp_path, timeout=600,
                           env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path),
                                "JUPYTER_PATH": str(bin_dir.parent / "share" / "jupyter")})
