@@ -22,8 +22,22 @@ def kernelspec_metadata() -> dict:
     return {"name": KERNEL_NAME, "display_name": DISPLAY_NAME, "language": "python"}
 
 
+# nbgrader's Validate button runs the whole notebook with nbgrader's default of 30 s per cell; a
+# course notebook's first cell (`import tensorflow`) alone can take longer on a busy laptop, and a
+# training cell does with the default sizes. nbgrader's validate handler reads `nbgrader_config.py`
+# from the folder JupyterLab was started in and from Jupyter's config path, where this sits.
+VALIDATE_CELL_TIMEOUT = 600
+NBGRADER_CONFIG = f"""# Written by `course.kernel.install()`: settings for nbgrader's Validate button in this environment.
+# A TensorFlow notebook's first cell alone can take longer than nbgrader's default of 30 s per cell.
+c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
+c.Execute.timeout = {VALIDATE_CELL_TIMEOUT}
+"""
+
+
 def install(prefix: str | None = None, user: bool = False) -> None:
-    """Register the current interpreter as the course kernel (ipykernel's own installer)."""
+    """Register the current interpreter as the course kernel (ipykernel's own installer), and give
+    nbgrader's Validate a per-cell timeout that fits TensorFlow notebooks (environment-wide, beside
+    the kernel; a course directory's own nbgrader_config.py still decides there)."""
     command = [sys.executable, "-m", "ipykernel", "install", "--name", KERNEL_NAME,
                "--display-name", DISPLAY_NAME]
     if user:
@@ -31,6 +45,11 @@ def install(prefix: str | None = None, user: bool = False) -> None:
     else:
         command += ["--prefix", prefix or sys.prefix]
     subprocess.run(command, check=True)
+    from jupyter_core.paths import jupyter_config_dir
+
+    config_dir = Path(jupyter_config_dir()) if user else Path(prefix or sys.prefix) / "etc" / "jupyter"
+    config_dir.mkdir(parents=True, exist_ok=True)
+    (config_dir / "nbgrader_config.py").write_text(NBGRADER_CONFIG, encoding="utf-8")
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,27 @@ def test_course_kernel_is_registered_for_this_environment():
     assert found.same_environment, found
 
 
+def test_kernel_install_gives_nbgrader_validate_a_timeout_for_tensorflow_notebooks(tmp_path, monkeypatch):
+    """What nbgrader's validate handler loads (its own load_config, run from a student's folder)
+    after `install` into a prefix: the course's per-cell timeout instead of nbgrader's 30 s."""
+    import os
+
+    from jupyter_core.paths import jupyter_config_path
+    from nbgrader.apps import NbGrader
+
+    kernel.install(prefix=str(tmp_path / "env"))
+    assert (tmp_path / "env" / "share" / "jupyter" / "kernels" / kernel.KERNEL_NAME / "kernel.json").exists()
+    student_folder = tmp_path / "student"
+    student_folder.mkdir()
+    monkeypatch.chdir(student_folder)
+    paths = [os.getcwd(), str(tmp_path / "env" / "etc" / "jupyter")]
+    app = NbGrader()
+    app.config_file_paths.append(paths)
+    app.load_config_file()
+    assert app.config.Execute.timeout == kernel.VALIDATE_CELL_TIMEOUT > 30
+    assert str(tmp_path) not in " ".join(jupyter_config_path())  # nothing leaked into this process's paths
+
+
 def test_environment_facts_without_tensorflow_are_json():
     facts = environment.collect(import_tensorflow=False)
     json.dumps(facts)
