@@ -66,7 +66,12 @@ def cuda_runtimes_on_library_path() -> list[str]:
 
 
 def cpu_flags() -> dict[str, bool | None]:
-    """Whether the CPU has the instruction sets TensorFlow's wheels are built for (Linux only)."""
+    """Whether the CPU has AVX, AVX2, FMA and AVX-512F (Linux only; None for each where unknown).
+
+    TensorFlow's release wheels need AVX and nothing newer: `.bazelrc` builds them with the
+    `avx_linux` config (`-mavx`). AVX2, FMA and AVX-512F are what `cpu_feature_guard.cc` lists as
+    available but unused, and what a source build with `-march=native` on this CPU would use.
+    """
     wanted = ("avx", "avx2", "fma", "avx512f")
     try:
         text = Path("/proc/cpuinfo").read_text()

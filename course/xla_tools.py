@@ -1,28 +1,38 @@
 """Plumbing for the XLA notebook (04_xla): count XLA compilations, run code under XLA's
-process-wide flags in a subprocess, and read the dumps those flags write.
+process-wide flags in a subprocess, and read the dumps and logs those flags write.
 
     compiled = xla_tools.count_compilations(lambda: scale(x))
-    compiled.count, compiled.result
+    compiled.count, compiled.modules, compiled.result
 
     clustering = xla_tools.AutoClusteringProcess(Path("build/xla_demo"))
     run = clustering.run(code)          # TensorFlow is imported once, then reused by later runs
     graph = xla_tools.graph_with_node(run.graphs, "mark_for_compilation", "Exp")
+    xla_tools.graph_pass_order(clustering.log)   # the graph passes in the order they ran
 
 Why these exist:
 - XLA compiles inside the C++ runtime, and TensorFlow has no Python call that says "this call
-  compiled". Every XLA compilation runs the backend (`CpuCompiler::RunBackend`,
-  `GpuCompiler::RunBackend`) under a profiler trace; `count_compilations` starts TensorFlow's
-  profiler around a callable and counts those events. It is exact, needs no timing, and works
-  for `jit_compile=True` functions and for auto-clustered graphs alike.
-- `TF_XLA_FLAGS`, `XLA_FLAGS`, `TF_DUMP_GRAPH_PREFIX` and `TF_CPP_VMODULE` are read once per
-  process, so a notebook must not set them in its own kernel: `AutoClusteringProcess` runs code
-  in another Python process started with them set, and says where the dumps went.
+  compiled". Every XLA executable, XLA:CPU's `CpuExecutable` and XLA:GPU's `GpuExecutable` alike,
+  registers its HLO module with `xla::XlaDebugInfoManager` when it is built
+  (third_party/xla/xla/service/cpu/cpu_executable.cc, .../gpu/gpu_executable.cc), and TensorFlow's
+  profiler exports every module registered while it runs as one entry of its "/host:metadata"
+  plane, keyed by the module's unique id (third_party/xla/xla/backends/profiler/cpu/
+  metadata_collector.cc). `count_compilations` lists those ids before and while a callable runs;
+  the new ids are the executables it built, one per compilation. A cache hit builds nothing.
+  The count is the same on CPU and GPU and works for `jit_compile=True` functions and
+  auto-clustered graphs alike (the GPU compiler's autotuning builds are not registered:
+  gpu_compiler_test.cc checks that).
+- `TF_XLA_FLAGS` and `XLA_FLAGS` are parsed once per process (the first time TensorFlow or XLA
+  reads a flag), `TF_CPP_VMODULE` when logging starts; `TF_DUMP_GRAPH_PREFIX` is read at every
+  dump. XLA:CPU auto-clustering needs `--tf_xla_cpu_global_jit`, so a notebook cannot switch it
+  on in its own kernel: `AutoClusteringProcess` runs code in another Python process started with
+  the flags set, and says where the dumps and the log went.
 
 Nothing here solves an exercise of the notebook.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -39,15 +49,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# The profiler event every XLA backend compilation emits (CPU: "CpuCompiler::RunBackend"; the GPU
-# compiler appends the module name to its event).
-COMPILE_EVENT = re.compile(r"Compiler::RunBackend\b")
+# The XSpace plane on which TensorFlow's profiler lists the XLA modules alive during a session
+# (tsl::profiler::kMetadataPlaneName); each event metadata is one module, its id the module's
+# unique id and its name "<module name>(<id>)".
+METADATA_PLANE = "/host:metadata"
+_PROGRAM_SUFFIX = re.compile(r"\(\d+\)$")
 
 # Flags that turn auto-clustering on for the CPU (see tensorflow/compiler/jit/flags.cc) and dump the
-# graph before and after each of TensorFlow's XLA passes.
+# graph before and after each of TensorFlow's XLA passes. (--tf_xla_auto_jit=1 would do the same:
+# mark_for_compilation_pass.cc only compares the level with OFF.)
 AUTO_CLUSTERING_FLAGS = ("--tf_xla_auto_jit=2", "--tf_xla_cpu_global_jit", "--tf_xla_clustering_debug")
-# EncapsulateSubgraphsPass and BuildXlaOpsPass dump their graphs when their VLOG level is 1 or more.
-PASS_VMODULE = "encapsulate_subgraphs_pass=1,build_xla_ops_pass=1"
+# EncapsulateSubgraphsPass and BuildXlaOpsPass dump their graphs when their VLOG level is 1 or more;
+# the optimization registry logs every graph pass it runs, with its phase, at VLOG level 1
+# (tensorflow/core/common_runtime/optimization_registry.cc).
+PASS_VMODULE = "encapsulate_subgraphs_pass=1,build_xla_ops_pass=1,optimization_registry=1"
+# The groupings of graph passes, in the order of OptimizationPassRegistry::Grouping
+# (tensorflow/core/common_runtime/optimization_registry.h).
+PASS_GROUPINGS = ("PRE_PLACEMENT", "POST_PLACEMENT", "POST_REWRITE_FOR_EXEC", "POST_PARTITIONING")
 # The graph dumps the passes write, in the order the passes run.
 GRAPH_STAGES = ("before_mark_for_compilation", "mark_for_compilation", "mark_for_compilation_annotated",
                 "encapsulate_subgraphs_before", "encapsulate_subgraphs_after", "build_xla_ops")
@@ -68,25 +86,30 @@ class SubprocessFailed(XlaToolsError):
 
 @dataclass(frozen=True)
 class Compilations:
-    """What `count_compilations` saw: the number of XLA compilations and the callable's result."""
+    """What `count_compilations` saw: the number of XLA compilations, the names of the modules
+    they built (in the order XLA numbered them) and the callable's result."""
 
     count: int
     result: Any
+    modules: tuple[str, ...] = ()
 
 
-def count_compilations(fn: Callable[[], Any]) -> Compilations:
-    """Call `fn()` under TensorFlow's profiler; return how many XLA compilations it caused.
+def _profiled(fn: Callable[[], Any]) -> tuple[dict[int, str], Any]:
+    """Run `fn()` under TensorFlow's profiler with every tracer off; return the XLA modules the
+    profiler listed on its metadata plane ({unique id: module name}) and `fn`'s result.
 
-    TensorFlow's Python warnings (e.g. "triggered tf.function retracing") are silenced while `fn`
-    runs (`quiet_tensorflow`): they would go to stderr.
+    The metadata collector is on by default (ProfileOptions.enable_hlo_proto); host, Python and
+    device tracing are off, so nothing but the module list is collected.
     """
     import tensorflow as tf
 
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
+    options = tf.profiler.experimental.ProfilerOptions(host_tracer_level=0, python_tracer_level=0,
+                                                       device_tracer_level=0)
     with tempfile.TemporaryDirectory(prefix="xla_compilations_") as logdir:
         try:
-            tf.profiler.experimental.start(logdir)
+            tf.profiler.experimental.start(logdir, options=options)
         except Exception as error:  # the profiler raises plain errors when it is already running
             raise XlaToolsError(f"could not start TensorFlow's profiler ({error}); "
                                 "is another profiling session running?") from error
@@ -95,14 +118,60 @@ def count_compilations(fn: Callable[[], Any]) -> Compilations:
                 result = fn()
         finally:
             tf.profiler.experimental.stop()
-        count = 0
+        modules: dict[int, str] = {}
         for path in Path(logdir).rglob("*.xplane.pb"):
             space = xplane_pb2.XSpace.FromString(path.read_bytes())
             for plane in space.planes:
-                compile_ids = {key for key, meta in plane.event_metadata.items() if COMPILE_EVENT.search(meta.name)}
-                if compile_ids:
-                    count += sum(event.metadata_id in compile_ids for line in plane.lines for event in line.events)
-    return Compilations(count=count, result=result)
+                if plane.name == METADATA_PLANE:
+                    for key, meta in plane.event_metadata.items():
+                        modules[int(meta.id or key)] = _PROGRAM_SUFFIX.sub("", meta.name)
+    return modules, result
+
+
+def count_compilations(fn: Callable[[], Any]) -> Compilations:
+    """Call `fn()`; return how many XLA executables it built, i.e. how many XLA compilations it
+    caused, on any device.
+
+    Two profiler sessions: one lists the XLA modules alive before `fn` runs, the second runs `fn`
+    and lists them again (including modules freed meanwhile). The modules in the second list only
+    are the ones `fn` compiled. TensorFlow's Python warnings (e.g. "triggered tf.function
+    retracing") are silenced while `fn` runs (`quiet_tensorflow`): they would go to stderr.
+    """
+    before, _ = _profiled(lambda: None)
+    after, result = _profiled(fn)
+    new = sorted(set(after) - set(before))
+    return Compilations(count=len(new), result=result, modules=tuple(after[key] for key in new))
+
+
+def host_events(fn: Callable[[], Any]) -> tuple[collections.Counter, Any]:
+    """Call `fn()` under TensorFlow's profiler (host tracing at its default level); return how
+    often each host event name occurred ({name: count}) and `fn`'s result.
+
+    The host events are the TraceMe annotations of TensorFlow and XLA, e.g. the passes and
+    emitters an XLA compilation runs through.
+    """
+    import tensorflow as tf
+
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    names: collections.Counter = collections.Counter()
+    with tempfile.TemporaryDirectory(prefix="xla_events_") as logdir:
+        try:
+            tf.profiler.experimental.start(logdir)
+        except Exception as error:
+            raise XlaToolsError(f"could not start TensorFlow's profiler ({error}); "
+                                "is another profiling session running?") from error
+        try:
+            with quiet_tensorflow():
+                result = fn()
+        finally:
+            tf.profiler.experimental.stop()
+        for path in Path(logdir).rglob("*.xplane.pb"):
+            for plane in xplane_pb2.XSpace.FromString(path.read_bytes()).planes:
+                if plane.name.startswith("/host:") and plane.name != METADATA_PLANE:
+                    for line in plane.lines:
+                        names.update(plane.event_metadata[event.metadata_id].name for event in line.events)
+    return names, result
 
 
 @dataclass(frozen=True)
@@ -141,10 +210,12 @@ class AutoClusteringProcess:
 
     The subprocess gets TF_XLA_FLAGS="--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit
     --tf_xla_clustering_debug" (plus --tf_xla_min_cluster_size when given), TF_DUMP_GRAPH_PREFIX
-    = folder/graphs, TF_CPP_VMODULE for the encapsulate and build-ops passes, and (with `dump_xla`)
-    XLA_FLAGS="--xla_dump_to=folder/xla"; its stderr (TensorFlow's logs) goes to folder/stderr.log.
-    It stays alive between `run` calls, so TensorFlow is imported once; the dumps of later runs are
-    added to the same folders (`graph_with_node` finds a function's graph by a node name).
+    = folder/graphs, TF_CPP_VMODULE for the encapsulate and build-ops passes and the optimization
+    registry (PASS_VMODULE), TF_CPP_MIN_LOG_LEVEL=0 so that those log lines are written, and (with
+    `dump_xla`) XLA_FLAGS="--xla_dump_to=folder/xla"; its stderr (TensorFlow's logs) goes to
+    `log` (folder/stderr.log; `graph_pass_order` reads it). It stays alive between `run` calls,
+    so TensorFlow is imported once; the dumps of later runs are added to the same folders
+    (`graph_with_node` finds a function's graph by a node name).
     `folder` is emptied when the process starts.
     """
 
@@ -152,6 +223,7 @@ class AutoClusteringProcess:
                  timeout: float = 300):
         self.folder = Path(folder).resolve()
         self.graphs, self.xla = self.folder / "graphs", self.folder / "xla"
+        self.log = self.folder / "stderr.log"  # TensorFlow's log lines (stderr) of the subprocess
         flags = list(AUTO_CLUSTERING_FLAGS)
         if min_cluster_size is not None:
             flags.append(f"--tf_xla_min_cluster_size={int(min_cluster_size)}")
@@ -177,12 +249,13 @@ class AutoClusteringProcess:
                 for path in sorted(sub.rglob("*"), reverse=True):
                     path.unlink() if path.is_file() else path.rmdir()
             sub.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "1"),
+        # Level 0: the VLOG lines of PASS_VMODULE are INFO messages and must reach stderr.log.
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0",
                "TF_XLA_FLAGS": self.tf_xla_flags, "TF_DUMP_GRAPH_PREFIX": str(self.graphs),
                "TF_CPP_VMODULE": PASS_VMODULE, "PYTHONUNBUFFERED": "1"}
         if self.xla_flags:
             env["XLA_FLAGS"] = self.xla_flags
-        self._log = open(self.folder / "stderr.log", "w", encoding="utf-8")
+        self._log = open(self.log, "w", encoding="utf-8")
         self._process = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=self._log, text=True, env=env,
                                          cwd=self.folder)
@@ -289,6 +362,50 @@ def graph_with_node(folder: str | Path, stage: str, node_name: str):
     if not matches:
         raise XlaToolsError(f"no {stage} dump in {folder} has a node named {node_name!r}")
     return matches[-1]
+
+
+@dataclass(frozen=True)
+class PassRun:
+    """One graph optimization pass as the optimization registry ran it."""
+
+    grouping: str  # one of PASS_GROUPINGS
+    phase: int  # the phase number it was registered with (REGISTER_OPTIMIZATION)
+    name: str  # the pass's class name, e.g. "MarkForCompilationPass"
+
+
+_REGISTRY_LINE = re.compile(r"optimization_registry\.cc:\d+\] (.*)$")
+
+
+def graph_pass_order(log: str | Path) -> list[PassRun]:
+    """The graph passes TensorFlow ran, in order, read from a log written with
+    TF_CPP_VMODULE=optimization_registry=1 (an `AutoClusteringProcess`'s `log`).
+
+    The registry logs "Running optimization phase <n>" and "Running optimization pass: <name>"
+    for every pass of a grouping, then "Finished optimization of a group <g>" (g indexes
+    PASS_GROUPINGS). It runs the groupings once per graph; each pass is listed once, where it
+    first ran.
+    """
+    runs: list[PassRun] = []
+    pending: list[tuple[int, str]] = []
+    phase = -1
+    for line in Path(log).read_text(encoding="utf-8", errors="replace").splitlines():
+        match = _REGISTRY_LINE.search(line)
+        if not match:
+            continue
+        message = match.group(1).strip()
+        if message.startswith("Running optimization phase "):
+            phase = int(message.rsplit(" ", 1)[1])
+        elif message.startswith("Running optimization pass: "):
+            pending.append((phase, message.split(": ", 1)[1]))
+        elif message.startswith("Finished optimization of a group "):
+            group = int(message.rsplit(" ", 1)[1])
+            grouping = PASS_GROUPINGS[group] if 0 <= group < len(PASS_GROUPINGS) else str(group)
+            for pass_phase, name in pending:
+                run = PassRun(grouping, pass_phase, name)
+                if run not in runs:
+                    runs.append(run)
+            pending = []
+    return runs
 
 
 @dataclass(frozen=True)

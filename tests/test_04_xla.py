@@ -23,11 +23,22 @@ def test_count_compilations_counts_new_shapes_not_cached_calls():
     two_shapes = xla_tools.count_compilations(lambda: [double_sum(tf.ones([4])), double_sum(tf.ones([5]))])
     assert (first.count, cached.count, two_shapes.count) == (1, 0, 2)
     assert float(first.result) == 6.0
+    assert len(first.modules) == 1 and "double_sum" in first.modules[0]
+    assert len(two_shapes.modules) == 2 and cached.modules == ()
 
 
 def test_count_compilations_sees_no_compilation_without_xla():
     plain = tf.function(lambda values: values + 1.0)
     assert xla_tools.count_compilations(lambda: plain(tf.ones([2]))).count == 0
+
+
+def test_host_events_sees_the_xla_cpu_backend_compile():
+    with tf.device("/CPU:0"):
+        compiled = tf.function(lambda values: tf.exp(values) * 3.0, jit_compile=True)
+        names, result = xla_tools.host_events(lambda: compiled(tf.ones([7])))
+        again, _ = xla_tools.host_events(lambda: compiled(tf.ones([7])))
+    assert "CpuCompiler::RunBackend" in names and result.shape == (7,)
+    assert "CpuCompiler::RunBackend" not in again
 
 
 def test_count_compilations_stops_the_profiler_when_the_callable_fails():
@@ -37,6 +48,24 @@ def test_count_compilations_stops_the_profiler_when_the_callable_fails():
     with pytest.raises(ValueError):
         xla_tools.count_compilations(boom)
     assert xla_tools.count_compilations(lambda: 1).result == 1  # the profiler could start again
+
+
+def test_graph_pass_order_reads_groupings_phases_and_passes(tmp_path):
+    prefix = "I0000 00:00:1.000000   123 optimization_registry.cc:70] "
+    lines = ["Running optimization phase 36", "Running optimization pass: EncapsulateXlaComputationsPass",
+             "Graph #nodes 5 #edges 5", "Finished optimization of a group 0",
+             "Running optimization phase 9", "Running optimization pass: ClusterScopingPass",
+             "Running optimization phase 10", "Running optimization pass: MarkForCompilationPass",
+             "Finished optimization of a group 2",
+             "Running optimization phase 36", "Running optimization pass: EncapsulateXlaComputationsPass",
+             "Finished optimization of a group 0"]
+    log = tmp_path / "stderr.log"
+    log.write_text("unrelated line\n" + "\n".join(prefix + line for line in lines) + "\n")
+    assert xla_tools.graph_pass_order(log) == [
+        xla_tools.PassRun("PRE_PLACEMENT", 36, "EncapsulateXlaComputationsPass"),
+        xla_tools.PassRun("POST_REWRITE_FOR_EXEC", 9, "ClusterScopingPass"),
+        xla_tools.PassRun("POST_REWRITE_FOR_EXEC", 10, "MarkForCompilationPass"),
+    ]
 
 
 def test_quiet_tensorflow_restores_the_logger_level():
@@ -105,6 +134,10 @@ def test_auto_clustering_process_clusters_reuses_and_reports_errors(tmp_path):
         clusters = {node.attr["_XlaCluster"].s.decode() for node in graph.node if "_XlaCluster" in node.attr}
         assert len(clusters) == 1
         assert xla_tools.hlo_dumps(first.xla), "XLA wrote no module"
+        order = [run.name for run in xla_tools.graph_pass_order(process.log)
+                 if run.grouping == "POST_REWRITE_FOR_EXEC"]
+        assert (order.index("MarkForCompilationPass") < order.index("EncapsulateSubgraphsPass")
+                < order.index("BuildXlaOpsPass")), order
         second = process.run(code.format(name="second"))
         xla_tools.graph_with_node(second.graphs, "mark_for_compilation", "second_sum")
         with pytest.raises(xla_tools.SubprocessFailed, match="ZeroDivisionError"):

@@ -139,3 +139,38 @@ def test_nbgrader_validate_invert_the_student_version_fails_its_tests(assignment
                                "JUPYTER_PATH": str(bin_dir.parent / "share" / "jupyter")})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Success! The notebook does not pass any tests." in done.stdout, done.stdout[-2000:]
+
+
+TF_LINK = re.compile(r"https?://github\.com/tensorflow/tensorflow(?P<rest>[^\s)\]\"'>]*)")
+PINNED = re.compile(r"^/(?:(?:blob|tree)/v\d+\.\d+\.\d+(?:[/#]|$)|(?:issues|pull)/\d+)")
+
+
+def _course_texts() -> dict[str, str]:
+    """Every text a student reads: the source notebooks' cells and the course package's files."""
+    texts = {}
+    for assignment_id in PRESENT:
+        for index, cell in enumerate(source(assignment_id).cells):
+            texts[f"source/{assignment_id} cell {index} ({cell.get('id')})"] = cell.source
+    for path in sorted((LAYOUT.root / "course").rglob("*")):
+        if path.is_file() and path.suffix in (".py", ".json", ".txt", ".md"):
+            texts[str(path.relative_to(LAYOUT.root))] = path.read_text(encoding="utf-8")
+    return texts
+
+
+def test_every_tensorflow_source_link_is_pinned_to_a_tag():
+    """A link into tensorflow/tensorflow names a release tag (the file as the claim read it), an issue or a PR."""
+    unpinned = [f"{where}: github.com/tensorflow/tensorflow{match.group('rest')}"
+                for where, text in _course_texts().items() for match in TF_LINK.finditer(text)
+                if not PINNED.match(match.group("rest"))]
+    assert not unpinned, "links not pinned to a tag:\n" + "\n".join(unpinned[:20])
+
+
+# "seed" in the sense of the articles the course grew from, which students never saw (a random
+# seed, `SEED = 0`, "the same seed gives the same data", is another word and stays)
+ARTICLE_SEED = re.compile(r"(?i)\bseed(?:\s+article|\s+build|['’]s)|\bSEED_[A-Z]")
+
+
+def test_no_text_calls_an_article_the_seed():
+    found = [f"{where}: ...{text[max(0, match.start() - 40):match.end() + 40]}..."
+             for where, text in _course_texts().items() for match in ARTICLE_SEED.finditer(text)]
+    assert not found, "say what the source is (\"a typical 2021 source build\"), not \"the seed\":\n" + "\n".join(found[:20])

@@ -98,7 +98,7 @@ def test_cuda_versions_are_listed_in_increasing_order():
     assert versions == sorted(versions)
 
 
-def test_seed_article_fact_cuda_11_0_cannot_target_sm_86_but_11_1_can():
+def test_2021_build_fact_cuda_11_0_cannot_target_sm_86_but_11_1_can():
     architectures = tables.cuda_architectures()
     assert "8.6" not in architectures["11.0"] and "8.0" in architectures["11.0"]
     assert "8.6" in architectures["11.1"] and "8.6" in architectures["11.3"]
@@ -149,7 +149,7 @@ def test_import_error_entries_are_complete():
             assert entry["example"].strip(), f"{entry['key']}: no example message"
 
 
-def test_seed_windows_error_is_the_pywrap_example():
+def test_the_windows_error_is_the_pywrap_example():
     entry = {entry["key"]: entry for entry in tables.import_errors()}["pywrap_internal"]
     assert "No module named '_pywrap_tensorflow_internal'" in entry["example"]
 
