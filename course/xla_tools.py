@@ -103,11 +103,29 @@ def _profiled(fn: Callable[[], Any]) -> tuple[dict[int, str], Any]:
     """
     import tensorflow as tf
 
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
     options = tf.profiler.experimental.ProfilerOptions(host_tracer_level=0, python_tracer_level=0,
                                                        device_tracer_level=0)
-    with tempfile.TemporaryDirectory(prefix="xla_compilations_") as logdir:
+    with _profiler("xla_compilations_", options) as spaces:
+        result = fn()
+    modules: dict[int, str] = {}
+    for space in spaces:
+        for plane in space.planes:
+            if plane.name == METADATA_PLANE:
+                for key, meta in plane.event_metadata.items():
+                    modules[int(meta.id or key)] = _PROGRAM_SUFFIX.sub("", meta.name)
+    return modules, result
+
+
+@contextlib.contextmanager
+def _profiler(prefix: str, options=None):
+    """TensorFlow's profiler around the block (TensorFlow's Python warnings silenced); yields a list
+    that holds the session's XSpaces once the block has ended."""
+    import tensorflow as tf
+
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    spaces: list = []
+    with tempfile.TemporaryDirectory(prefix=prefix) as logdir:
         try:
             tf.profiler.experimental.start(logdir, options=options)
         except Exception as error:  # the profiler raises plain errors when it is already running
@@ -115,17 +133,10 @@ def _profiled(fn: Callable[[], Any]) -> tuple[dict[int, str], Any]:
                                 "is another profiling session running?") from error
         try:
             with quiet_tensorflow():
-                result = fn()
+                yield spaces
         finally:
             tf.profiler.experimental.stop()
-        modules: dict[int, str] = {}
-        for path in Path(logdir).rglob("*.xplane.pb"):
-            space = xplane_pb2.XSpace.FromString(path.read_bytes())
-            for plane in space.planes:
-                if plane.name == METADATA_PLANE:
-                    for key, meta in plane.event_metadata.items():
-                        modules[int(meta.id or key)] = _PROGRAM_SUFFIX.sub("", meta.name)
-    return modules, result
+        spaces.extend(xplane_pb2.XSpace.FromString(path.read_bytes()) for path in Path(logdir).rglob("*.xplane.pb"))
 
 
 def count_compilations(fn: Callable[[], Any]) -> Compilations:
@@ -150,27 +161,14 @@ def host_events(fn: Callable[[], Any]) -> tuple[collections.Counter, Any]:
     The host events are the TraceMe annotations of TensorFlow and XLA, e.g. the passes and
     emitters an XLA compilation runs through.
     """
-    import tensorflow as tf
-
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
     names: collections.Counter = collections.Counter()
-    with tempfile.TemporaryDirectory(prefix="xla_events_") as logdir:
-        try:
-            tf.profiler.experimental.start(logdir)
-        except Exception as error:
-            raise XlaToolsError(f"could not start TensorFlow's profiler ({error}); "
-                                "is another profiling session running?") from error
-        try:
-            with quiet_tensorflow():
-                result = fn()
-        finally:
-            tf.profiler.experimental.stop()
-        for path in Path(logdir).rglob("*.xplane.pb"):
-            for plane in xplane_pb2.XSpace.FromString(path.read_bytes()).planes:
-                if plane.name.startswith("/host:") and plane.name != METADATA_PLANE:
-                    for line in plane.lines:
-                        names.update(plane.event_metadata[event.metadata_id].name for event in line.events)
+    with _profiler("xla_events_") as spaces:
+        result = fn()
+    for space in spaces:
+        for plane in space.planes:
+            if plane.name.startswith("/host:") and plane.name != METADATA_PLANE:
+                for line in plane.lines:
+                    names.update(plane.event_metadata[event.metadata_id].name for event in line.events)
     return names, result
 
 

@@ -10,10 +10,16 @@ import pytest
 
 from course import xla_tools
 
-tf = pytest.importorskip("tensorflow")
 
 
-def test_count_compilations_counts_new_shapes_not_cached_calls():
+@pytest.fixture(scope="module")
+def tf():
+    """TensorFlow, imported by the tests that use it (not at collection: each xdist worker collects
+    every module, and most never need TensorFlow in-process)."""
+    return pytest.importorskip("tensorflow")
+
+
+def test_count_compilations_counts_new_shapes_not_cached_calls(tf):
     @tf.function(jit_compile=True)
     def double_sum(values):
         return tf.reduce_sum(values * 2.0)
@@ -27,12 +33,12 @@ def test_count_compilations_counts_new_shapes_not_cached_calls():
     assert len(two_shapes.modules) == 2 and cached.modules == ()
 
 
-def test_count_compilations_sees_no_compilation_without_xla():
+def test_count_compilations_sees_no_compilation_without_xla(tf):
     plain = tf.function(lambda values: values + 1.0)
     assert xla_tools.count_compilations(lambda: plain(tf.ones([2]))).count == 0
 
 
-def test_host_events_sees_the_xla_cpu_backend_compile():
+def test_host_events_sees_the_xla_cpu_backend_compile(tf):
     with tf.device("/CPU:0"):
         compiled = tf.function(lambda values: tf.exp(values) * 3.0, jit_compile=True)
         names, result = xla_tools.host_events(lambda: compiled(tf.ones([7])))
@@ -68,7 +74,7 @@ def test_graph_pass_order_reads_groupings_phases_and_passes(tmp_path):
     ]
 
 
-def test_quiet_tensorflow_restores_the_logger_level():
+def test_quiet_tensorflow_restores_the_logger_level(tf):
     logger = tf.get_logger()
     before = logger.level
     logger.setLevel(logging.INFO)
