@@ -48,7 +48,7 @@ def browser_context():
 def page(browser_context, request):
     """A new tab; at the end of the test its screenshot is build/screenshots/<test name>.png."""
     tab = browser_context.new_page()
-    tab.set_default_timeout(30_000)
+    tab.set_default_timeout(60_000)  # a busy 2-core machine renders slowly; every wait is on a fact
     yield tab
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     tab.screenshot(path=str(SCREENSHOTS / f"{request.node.name}.png"))

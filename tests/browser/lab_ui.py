@@ -17,6 +17,7 @@ from playwright.sync_api import Locator, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 KERNEL_TIMEOUT = 120.0
+SAVE_TIMEOUT = 60.0
 CELLS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell"
 
 
@@ -35,7 +36,7 @@ def fail_with_page(page: Page, what: str) -> None:
     pytest.fail(f"{what}; the page shows:\n{visible_text(page)}", pytrace=False)
 
 
-def wait_visible(page: Page, locator: Locator, what: str, timeout: float = 30.0) -> Locator:
+def wait_visible(page: Page, locator: Locator, what: str, timeout: float = 60.0) -> Locator:
     try:
         locator.first.wait_for(state="visible", timeout=timeout * 1000)
         return locator
@@ -137,7 +138,7 @@ def save_and_read(page: Page, path: Path, ran: list[int] = ()) -> nbformat.Noteb
     before = path.stat().st_mtime_ns if path.exists() else None
     page.keyboard.press("Control+s")
     dirty = page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + SAVE_TIMEOUT
     notebook = None
     while time.monotonic() < deadline:
         if dirty.count() == 0 and path.exists() and path.stat().st_mtime_ns != before:
@@ -148,7 +149,7 @@ def save_and_read(page: Page, path: Path, ran: list[int] = ()) -> nbformat.Noteb
             if notebook is not None and all(notebook.cells[index].get("execution_count") for index in ran):
                 return notebook
         page.wait_for_timeout(100)
-    fail_with_page(page, f"the notebook was not saved 30 s after Ctrl+S (file changed: "
+    fail_with_page(page, f"the notebook was not saved {SAVE_TIMEOUT:.0f} s after Ctrl+S (file changed: "
                          f"{path.exists() and path.stat().st_mtime_ns != before}, cells {list(ran)} with an "
                          f"execution count in it: {notebook is not None})")
 

@@ -28,6 +28,8 @@ def test_formgrader_lists_every_source_assignment(lab, page):
     lab_ui.menu(page, "Nbgrader", "Formgrader")
     formgrader = page.frame_locator("iframe").first
     lab_ui.wait_visible(page, formgrader.get_by_text("Manage Assignments").first, "the formgrader's Manage Assignments")
+    # the first list waits for the formgrader to create its gradebook and read source/: on a busy
+    # machine that alone took more than 30 s
     for assignment_id in assignments:
         lab_ui.wait_visible(page, formgrader.locator("td", has_text=assignment_id),
-                            f"assignment {assignment_id} in the formgrader's list")
+                            f"assignment {assignment_id} in the formgrader's list", timeout=lab_ui.KERNEL_TIMEOUT)
