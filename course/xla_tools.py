@@ -116,6 +116,23 @@ def _profiled(fn: Callable[[], Any]) -> tuple[dict[int, str], Any]:
     return modules, result
 
 
+# the C++ log lines every profiler session writes (session options, start, stop, where the XSpace
+# went): in a notebook ipykernel shows them under the cell, dozens per counted call
+_PROFILER_CHATTER = re.compile(r"\b(?:profiler_session|session_manager|save_profile)\.cc:\d+\]")
+
+
+@contextlib.contextmanager
+def _without_profiler_chatter():
+    """Hold back the profiler's own log lines written to descriptor 2 in the block; pass on the rest."""
+    from course.environment import captured_stderr
+
+    with captured_stderr() as lines:
+        yield
+    kept = [line for line in lines if not _PROFILER_CHATTER.search(line)]
+    if kept:
+        sys.stderr.write("\n".join(kept) + "\n")
+
+
 @contextlib.contextmanager
 def _profiler(prefix: str, options=None):
     """TensorFlow's profiler around the block (TensorFlow's Python warnings silenced); yields a list
@@ -127,7 +144,8 @@ def _profiler(prefix: str, options=None):
     spaces: list = []
     with tempfile.TemporaryDirectory(prefix=prefix) as logdir:
         try:
-            tf.profiler.experimental.start(logdir, options=options)
+            with _without_profiler_chatter():
+                tf.profiler.experimental.start(logdir, options=options)
         except Exception as error:  # the profiler raises plain errors when it is already running
             raise XlaToolsError(f"could not start TensorFlow's profiler ({error}); "
                                 "is another profiling session running?") from error
@@ -135,7 +153,8 @@ def _profiler(prefix: str, options=None):
             with quiet_tensorflow():
                 yield spaces
         finally:
-            tf.profiler.experimental.stop()
+            with _without_profiler_chatter():
+                tf.profiler.experimental.stop()
         spaces.extend(xplane_pb2.XSpace.FromString(path.read_bytes()) for path in Path(logdir).rglob("*.xplane.pb"))
 
 
