@@ -30,6 +30,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +43,7 @@ SCRIPT = Path(__file__).with_name("kernel_forkserver.py")
 LAUNCHER = "ipykernel_launcher"
 # the first kernel of a worker waits for the server's preload, slower while the other workers import too
 REPLY_SECONDS = 300.0
+CLOSE_SECONDS = 30.0   # close() kills and looks again until nothing of the server is left, at most this long
 SANDBOX_TEMP_DIRS = ("/tmp", "/dev/shm")   # private to the server's sandbox: emptied between kernels
 
 
@@ -288,12 +290,18 @@ class KernelServer:
         return found
 
     def close(self) -> None:
-        tree = self._tree()
-        tree += [process for process in self._marked() if process.pid not in {known.pid for known in tree}]
-        for process in tree:
-            with contextlib.suppress(psutil.Error):
-                process.kill()
-        psutil.wait_procs(tree, timeout=5)
+        # kill, then look again: bwrap's outer half can be mid-clone when the first look is taken, and
+        # its inner half (in a session of its own) is born after it and outlives it (seen in make test)
+        deadline = time.monotonic() + CLOSE_SECONDS
+        while True:
+            tree = self._tree()
+            tree += [process for process in self._marked() if process.pid not in {known.pid for known in tree}]
+            if not tree or time.monotonic() > deadline:
+                break
+            for process in tree:
+                with contextlib.suppress(psutil.Error):
+                    process.kill()
+            psutil.wait_procs(tree, timeout=5)
         if self.process is not None:
             with contextlib.suppress(OSError, subprocess.TimeoutExpired):
                 self.process.wait(timeout=5)
