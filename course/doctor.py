@@ -60,7 +60,8 @@ def _build(facts: dict) -> Check:
 
 # cuInit's result codes (CUresult, cuda.h) that TensorFlow's log can carry, and what each means here.
 # 303 is what TensorFlow's own CUDA stub returns for every driver call when it cannot load the
-# driver's library libcuda.so.1 (GetSymbolNotFoundError in third_party/xla/xla/tsl/cuda/cuda_stub.cc);
+# driver's library (GetSymbolNotFoundError in third_party/xla/xla/tsl/cuda/cuda_stub.cc), which
+# DsoLoader::GetCudaDriverDsoHandle looks for as libcuda.so.1 (tsl/platform/default/dso_loader.cc);
 # the stub's cuGetErrorName fails the same way, hence "UNKNOWN ERROR (303)" in the log line.
 CU_INIT_RESULTS = {
     100: "the NVIDIA driver is loaded but reports no GPU (CUDA_ERROR_NO_DEVICE)",
