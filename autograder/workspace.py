@@ -21,7 +21,7 @@ from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
 from autograder import config as course_config
-from autograder.gradebook import gradebook_lock
+from autograder.gradebook import create_tables, gradebook_lock
 
 
 @contextlib.contextmanager
@@ -81,6 +81,7 @@ class Workspace:
         shutil.copytree(source_assignment, target, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
         config = self.config()
         with tools_on_path(), gradebook_lock(self.db_url):
+            create_tables(self.db_url)
             app = GenerateAssignment(coursedir=self._coursedir(config), config=config)
             app.force = True
             app.start()

@@ -92,8 +92,10 @@ def hostile(tmp_path_factory):
     edited.cells = [cell for cell in edited.cells if cell.metadata.get("nbgrader", {}).get("grade_id") != "test_profile"]
     put("test tamperer", edited)
     # never returns; it blocks rather than spins, so it does not take a core of the test machine
-    # away from the other tests for the whole timeout (the bound is the wall clock either way)
-    put("hanger", notebooks.answered(released, "import threading\n\ndef double(value):\n    threading.Event().wait()\n\ndouble(1)\n"))
+    # away from the other tests for the whole timeout (the bound is the wall clock either way).
+    # It blocks before `double` exists, so the test cells after the interrupt fail at once instead
+    # of each waiting out the timeout again.
+    put("hanger", notebooks.answered(released, "import threading\n\nthreading.Event().wait()\n\ndef double(value):\n    return value + value\n"))
     put("crasher", notebooks.answered(released, "import os\nos._exit(1)\n"))
     put("hog", notebooks.answered(released, "blob = bytearray(3 * 2**30)\nfor i in range(0, len(blob), 4096):\n    blob[i] = 1\n"))
     put("noisy", notebooks.answered(released, good + "import warnings\nwarnings.warn('loud')\nprint('x' * 50_000_000)\n"))

@@ -70,3 +70,9 @@ def test_pyproject_dependencies_are_all_locked():
     assert {"course", "autograder"} <= set(project["scripts"])
     assert any(dep.startswith("tensorflow[and-cuda]") for dep in project["optional-dependencies"]["gpu"])
     assert any(dep.startswith("onnxruntime-gpu") for dep in project["optional-dependencies"]["gpu"])
+
+
+def test_the_lock_leaves_out_rfc3987_syntax():
+    """Every process that imports nbformat would build its Earley parser (see the Makefile's `lock`)."""
+    assert "rfc3987-syntax" not in lock_pins()
+    assert "--no-emit-package rfc3987-syntax" in (ROOT / "Makefile").read_text()
