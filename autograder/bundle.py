@@ -30,6 +30,9 @@ from packaging.requirements import Requirement
 from course.layout import Layout
 
 INSTRUCTOR_ONLY = ("nbval", "pytest", "pytest-xdist", "distributed", "psycopg2-binary", "playwright", "uv")
+# left out of requirements.lock by `make lock` (--no-emit-package; the Makefile says why), though an
+# installed package's extra asks for them: jsonschema[format-nongpl] of jupyter-events
+LEFT_OUT_OF_LOCK = ("rfc3987-syntax",)
 SHIPPED_FOLDERS = ("release", "course")
 SKIPPED_PARTS = ("__pycache__", ".ipynb_checkpoints")
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
@@ -53,14 +56,15 @@ def student_requirements(project: dict) -> list[str]:
 
 
 def closure(requirements: list[str]) -> set[str]:
-    """Normalised names of `requirements` and everything they need, from installed metadata."""
+    """Normalised names of `requirements` and everything they need, from installed metadata
+    (less what the lock leaves out)."""
     needed: set[str] = set()
     seen: set[tuple[str, frozenset]] = set()
     todo = [Requirement(text) for text in requirements]
     while todo:
         requirement = todo.pop()
         key = (normal(requirement.name), frozenset(requirement.extras))
-        if key in seen:
+        if key in seen or key[0] in LEFT_OUT_OF_LOCK:
             continue
         seen.add(key)
         needed.add(key[0])
