@@ -24,7 +24,7 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r $(VENV)/uv.lock
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --require-hashes --no-deps --compile-bytecode -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation --config-settings editable_mode=compat -e .
-	$(BIN)/python -m pip check
+	$(BIN)/uv pip check --quiet --python $(BIN)/python
 	$(BIN)/python -c "from course import kernel; kernel.install()"
 	@touch $@
 
@@ -35,7 +35,9 @@ run: $(STAMP)
 system-packages:
 	@scripts/system-packages
 
-test: $(STAMP) system-packages
+# The venv and the Debian packages install side by side (half a minute less on a fresh machine).
+test:
+	@$(MAKE) --no-print-directory -j2 venv system-packages
 	rm -rf build/prepared/$(PROFILE)
 	$(BIN)/course prepare --profile $(PROFILE) --out build/prepared/$(PROFILE)
 	$(BIN)/pytest tests build/prepared/$(PROFILE) --nbval-lax -p no:cacheprovider \
