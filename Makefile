@@ -77,8 +77,8 @@ student-bundle: $(STAMP)
 # Regenerate the hash-pinned lock from pyproject.toml (needs network access to the package index).
 # rfc3987-syntax is left out: jupyter-events asks for jsonschema[format-nongpl], whose rfc3987-syntax
 # builds an Earley parser when imported (2 s of a core in every process that imports nbformat, 4 s on
-# a busy machine), only to check the `iri` formats that no schema of this course uses; `pip check`
-# does not count an extra's packages, so the environment stays consistent without it.
+# a busy machine), only to check the `iri` formats that no schema of this course uses; `uv pip check`
+# (like pip check) does not count an extra's packages, so the environment stays consistent without it.
 lock:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet uv
