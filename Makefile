@@ -41,7 +41,7 @@ test:
 	rm -rf build/prepared/$(PROFILE)
 	$(BIN)/course prepare --profile $(PROFILE) --out build/prepared/$(PROFILE)
 	$(BIN)/pytest tests build/prepared/$(PROFILE) --nbval-lax -p no:cacheprovider \
-	    -n 5 --dist loadfile --no-loadscope-reorder --durations=15
+	    -n 4 --dist loadfile --no-loadscope-reorder --durations=15
 
 # On the self-hosted GPU runner: the [gpu] extra, then every notebook under the gpu profile,
 # where GPU-only cells are hard checks instead of printed skips.

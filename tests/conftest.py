@@ -1,4 +1,4 @@
-"""How `make test` spreads the suite over pytest-xdist's workers (`-n 5 --dist loadfile`).
+"""How `make test` spreads the suite over pytest-xdist's workers (`-n 4 --dist loadfile`).
 
 - A file is one unit of work, as with plain `--dist loadfile`: a module's module-scoped servers
   and graded classes are built once, on one worker, and nbval's cells of one notebook run in order
