@@ -7,7 +7,8 @@ VENV   := .venv
 BIN    := $(CURDIR)/$(VENV)/bin
 STAMP  := $(VENV)/.installed
 PROFILE ?= ci
-# nbgrader runs `alembic` from PATH; papermill and nbval find the course kernel in the venv.
+# nbgrader runs `alembic` from PATH (when it makes a gradebook itself); papermill and nbval find the
+# course kernel in the venv.
 export PATH := $(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 

@@ -26,7 +26,8 @@ from autograder.gradebook import create_tables, gradebook_lock
 
 @contextlib.contextmanager
 def tools_on_path():
-    """nbgrader creates a gradebook by running `alembic` from PATH: put this environment's bin first."""
+    """nbgrader runs `alembic` from PATH when it makes or upgrades a gradebook itself (`create`
+    makes a new one in-process first, `autograder.gradebook.create_tables`): this environment's bin first."""
     previous = os.environ.get("PATH", "")
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + previous
     try:
