@@ -3,7 +3,7 @@
     build_bundle(Layout.find(), Path("build/student-bundle.zip"))
 
 It holds `release/` (notebooks with outputs cleared), the `course` package, a student
-`pyproject.toml`, `requirements.lock` and `environment.yml`, and `README.md` (from
+`pyproject.toml`, `requirements.lock`, `requirements-gpu.lock` and `environment.yml`, and `README.md` (from
 `autograder/student_readme.md`). Never `source/`, `autograder/`, `nbgrader_config.py` or tests.
 
 The student's pyproject is the repository's without `autograder` and without the dependencies
@@ -151,14 +151,31 @@ def _without_outputs(path: Path) -> bytes:
     return (nbformat.writes(notebook) + "\n").encode()
 
 
+def lock_names(lock_text: str) -> set[str]:
+    """Normalised names of the distributions a hash-pinned lock pins."""
+    return {normal(match) for match in re.findall(r"^([A-Za-z0-9_.-]+)==", lock_text, re.M)}
+
+
+def gpu_lock_names(student_names: set[str], cpu_lock: str, gpu_lock: str) -> set[str]:
+    """What the student's GPU lock keeps: the student's CPU closure less the distributions only the
+    CPU lock has (onnxruntime), plus those only the GPU lock has (onnxruntime-gpu, the CUDA wheels).
+    The GPU extra is not installed here, so its closure cannot be read from installed metadata."""
+    cpu_only, gpu_only = lock_names(cpu_lock) - lock_names(gpu_lock), lock_names(gpu_lock) - lock_names(cpu_lock)
+    return (student_names - cpu_only) | gpu_only
+
+
 def contents(layout: Layout) -> dict[str, bytes]:
     """Every entry of the bundle, by its path inside the zip."""
     project = tomllib.loads((layout.root / "pyproject.toml").read_text(encoding="utf-8"))
-    names = closure(student_requirements(project) + project["build-system"]["requires"])
+    names = closure(student_requirements(project) + project["project"]["optional-dependencies"]["cpu"]
+                    + project["build-system"]["requires"])
+    cpu_lock = (layout.root / "requirements.lock").read_text()
+    gpu_lock = (layout.root / "requirements-gpu.lock").read_text()
     entries = {name: _without_outputs(path) if path.suffix == ".ipynb" else path.read_bytes()
                for name, path in shipped_files(layout).items()}
     entries["pyproject.toml"] = student_pyproject(project).encode()
-    entries["requirements.lock"] = lock_subset((layout.root / "requirements.lock").read_text(), names).encode()
+    entries["requirements.lock"] = lock_subset(cpu_lock, names).encode()
+    entries["requirements-gpu.lock"] = lock_subset(gpu_lock, gpu_lock_names(names, cpu_lock, gpu_lock)).encode()
     entries["environment.yml"] = environment_subset((layout.root / "environment.yml").read_text(), names).encode()
     entries["README.md"] = README.read_bytes()
     return entries

@@ -20,7 +20,7 @@ from typing import Callable
 
 import nbformat
 
-from course import runner, syllabus
+from course import gpu, runner, syllabus
 from course.layout import Layout
 from autograder import demo, release
 
@@ -70,10 +70,12 @@ def run(layout: Layout, profile: str = "ci", say: Callable[[str], None] = print)
             line.problems.append(f"{result.error} (kernel log: {_shown(layout, result.kernel_log)})")
         if result.executed and result.executed.exists():
             line.tests_passed, line.tests_total = tests_passed(result.executed)
+            if profile == "gpu":  # a GPU-only cell that skipped on the GPU runner is a failure there
+                line.problems += [f"a GPU-only cell skipped: {text}" for text in gpu.skipped_cells(result.executed)]
         line.problems += [problem for problem in drift if problem.startswith(f"release/{result.assignment}")]
         if grading:
             say(grading.finish())
-        grading = DemoGrading(layout, line)
+        grading = DemoGrading(layout, line, profile)
     if grading:
         say(grading.finish())
     return lines
@@ -89,12 +91,23 @@ def _shown(layout: Layout, path: Path | None) -> str:
         return str(path)
 
 
+def grade_command(assignment: str, out: Path, profile: str) -> list[str]:
+    """`autograder grade` for the demo class in `out`: one worker (its kernel server imports
+    TensorFlow once for both students); under the gpu profile as a GPU class is graded, with the gpu
+    sizes and cold kernels (other profiles grade with the `grade` profile, the command's default)."""
+    command = [sys.executable, "-m", "autograder.cli", "grade", assignment, "--submissions",
+               str(out / "submissions"), "--out", str(out / "grading"), "--workers", "1", "--force"]
+    if profile == "gpu":
+        command += ["--profile", "gpu", "--kernels", "cold"]
+    return command
+
+
 class DemoGrading:
     """The demo class of one assignment graded by `autograder grade`, the instructors' command, in a
     process of its own (started at once; `finish` waits for it): its output goes to
     `build/demo/<assignment>/grade.log`, its rows come from grades.csv."""
 
-    def __init__(self, layout: Layout, line: Line):
+    def __init__(self, layout: Layout, line: Line, profile: str = "ci"):
         self.layout, self.line = layout, line
         self.out = layout.build / "demo" / line.assignment
         self.log = line.grade_log = self.out / "grade.log"
@@ -105,12 +118,9 @@ class DemoGrading:
         shutil.rmtree(self.out, ignore_errors=True)
         demo.write_class(layout.source_notebook(line.assignment), layout.release_notebook(line.assignment),
                          self.out / "submissions")
-        # one worker: its kernel server imports TensorFlow once for both students
-        command = [sys.executable, "-m", "autograder.cli", "grade", line.assignment, "--submissions",
-                   str(self.out / "submissions"), "--out", str(self.out / "grading"), "--workers", "1", "--force"]
         with self.log.open("wb") as handle:
             self.process = subprocess.Popen(
-                command, cwd=layout.root, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                grade_command(line.assignment, self.out, profile), cwd=layout.root, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"))
 
     def finish(self) -> str:

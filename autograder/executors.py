@@ -9,7 +9,7 @@ Both executors take the same `jobs.Job`s and yield the same `jobs.Outcome`s, as 
   workers that held it are gone); each task unpacks it into a fresh temporary folder on its worker
   and runs `jobs.run` there, so workers need the course's environment but no shared file system.
   The `gpu` profile asks for the `GPU` resource, so it only lands on workers started with
-  `--resources GPU=1`. A worker that dies mid-job loses nothing: the scheduler runs its tasks again
+  `--resources GPU=1`, and a task on such a worker sees only that worker's GPU (`gpu_devices`). A worker that dies mid-job loses nothing: the scheduler runs its tasks again
   elsewhere (`distributed.scheduler.allowed-failures`), and a job is safe to run twice.
 """
 
@@ -81,15 +81,47 @@ def _course_directory(packed: bytes) -> bytes:
     return packed
 
 
+def gpu_devices(address: str, workers: dict[str, dict]) -> str | None:
+    """The GPUs a Dask worker owns, as `CUDA_VISIBLE_DEVICES` says them, or None for a worker
+    without the `GPU` resource.
+
+    `workers` is `Client.scheduler_info()["workers"]`. The workers of one host that have the `GPU`
+    resource share its GPUs out in the order of their names (then addresses): with three workers
+    started with `--resources GPU=1`, the first gets "0", the second "1", the third "2"; a worker
+    with `GPU=2` gets two. Without this every kernel of every worker would map every GPU of the node."""
+    mine = workers.get(address)
+    if not mine or not mine.get("resources", {}).get("GPU"):
+        return None
+    peers = sorted((address_ for address_, info in workers.items()
+                    if info.get("host") == mine.get("host") and info.get("resources", {}).get("GPU")),
+                   key=lambda peer: (str(workers[peer].get("name", "")), peer))
+    first = sum(int(workers[peer]["resources"]["GPU"]) for peer in peers[:peers.index(address)])
+    return ",".join(str(index) for index in range(first, first + int(mine["resources"]["GPU"])))
+
+
+def _gpu_devices_of(worker) -> str | None:
+    """This worker's GPUs: the CUDA_VISIBLE_DEVICES it was started with (the operator's choice), else
+    its share of its host's GPUs (`gpu_devices`)."""
+    import os
+
+    from distributed import get_client
+
+    if os.environ.get("CUDA_VISIBLE_DEVICES") is not None or not worker.state.total_resources.get("GPU"):
+        return None  # the kernel inherits the worker's own setting, or the worker has no GPU
+    return gpu_devices(worker.address, get_client().scheduler_info()["workers"])
+
+
 def run_on_worker(template: bytes, job: jobs.Job) -> jobs.Outcome:
     """The Dask task: unpack the course directory into a fresh folder and run the job there."""
     from distributed import get_worker
 
+    worker = get_worker()
     with tempfile.TemporaryDirectory(prefix="autograder-task-") as scratch:
         root = Path(scratch) / "course"
         with tarfile.open(fileobj=io.BytesIO(template)) as archive:
             archive.extractall(root, filter="data")
-        return jobs.run(job, root, Path(scratch) / "job", host=get_worker().address)
+        return jobs.run(job, root, Path(scratch) / "job", host=worker.address,
+                        gpu_devices=_gpu_devices_of(worker))
 
 
 class DaskExecutor:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import bounds, warm_kernels, worker
+from course import gpu
 
 # grading processes fork from a server that has imported nbgrader once (saves seconds per notebook)
 _FORKSERVER = multiprocessing.get_context("forkserver")
@@ -51,11 +52,23 @@ class Outcome:
     host: str = ""               # where it ran: this machine's name, or the Dask worker's address
 
 
+def environment(job: Job, gpu_devices: str | None = None) -> dict[str, str]:
+    """The environment of the job's worker process, and so of its kernel: this process's, with the
+    venv first on PATH, the sandbox mode, what the job's profile sets (`course.gpu.environment`) and,
+    when given, the GPUs the kernel may use (`CUDA_VISIBLE_DEVICES`)."""
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+               AUTOGRADER_SANDBOX=job.sandbox, **gpu.environment(job.profile))
+    if gpu_devices is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu_devices
+    return env
+
+
 def run(job: Job, workspace_root: Path, job_dir: Path, *, host: str = "",
-        kernel_server: warm_kernels.KernelServer | None = None) -> Outcome:
+        kernel_server: warm_kernels.KernelServer | None = None, gpu_devices: str | None = None) -> Outcome:
     """Grade `job` against the course directory at `workspace_root`, in `job_dir`. With a
     `kernel_server` (local workers), the notebook's kernel is a fork of that server's warm process;
-    its processes count toward the job's memory bound and are killed with the job."""
+    its processes count toward the job's memory bound and are killed with the job. `gpu_devices`
+    (a Dask GPU worker's own GPUs) becomes the kernel's `CUDA_VISIBLE_DEVICES`."""
     if job_dir.exists():
         shutil.rmtree(job_dir)
     job_dir.mkdir(parents=True)
@@ -67,8 +80,7 @@ def run(job: Job, workspace_root: Path, job_dir: Path, *, host: str = "",
         "student_id": job.student_id,
         "notebook_name": job.notebook_name, "notebook_file": str(notebook_file), "profile": job.profile,
         "cell_timeout": int(job.timeout), "db_url": job.db_url}), encoding="utf-8")
-    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
-               AUTOGRADER_SANDBOX=job.sandbox)
+    env = environment(job, gpu_devices)
     log = str(job_dir / "worker.log")
     limits = {"timeout": job.timeout + 30, "memory_bytes": job.memory_bytes, "stderr_path": log}
     if kernel_server is not None:

@@ -9,7 +9,8 @@ nbgrader executes a submission through nbclient, which starts the kernel with ju
   (no `source/`, no `autograder/`, no `.git`);
 - a scratch folder as its working directory and `$HOME`: a copy of the student's own submitted
   files, *without* the notebook nbgrader is executing (that copy holds the hidden tests);
-- a private `/tmp`, `/dev` and `/proc`; no network (the kernel's sockets are Unix sockets in a
+- a private `/tmp`, `/dev` and `/proc`, with the GPU's device nodes and driver files where the machine
+  has them (`gpu_binds`); no network (the kernel's sockets are Unix sockets in a
   folder both sides see); its own user (uid 65534 inside), PID, IPC and UTS namespaces; all
   capabilities dropped; `/etc/shadow` and other secrets of `/etc` masked; it dies with the worker.
 
@@ -48,6 +49,12 @@ ENV_MODE = "AUTOGRADER_SANDBOX"
 # system folders the kernel may read (each bound read-only where it exists), and secrets in them it may not
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 MASKED = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/ssh", "/etc/ssl/private")
+# What the CUDA driver opens on a GPU machine: the device nodes /dev/nvidia0.., nvidiactl,
+# nvidia-uvm(-tools), nvidia-modeset, the capability folder /dev/nvidia-caps and the DRM nodes
+# /dev/dri, bound with device access (bwrap's --bind mounts nodev), and the PCI, NUMA and module
+# information in /sys, read-only. /proc/driver/nvidia needs no bind: the sandbox's own procfs shows
+# it, as every procfs mount shows the kernel's driver entries (only /proc/<pid> is per namespace).
+GPU_DEVICES = ("nvidia*", "dri")
 
 
 class SandboxUnavailable(RuntimeError):
@@ -129,6 +136,23 @@ def kernel_env(scratch: Path) -> dict[str, str]:
             "JPY_PARENT_PID": "1"}
 
 
+def gpu_binds(root: Path = Path("/")) -> list[str]:
+    """bwrap arguments that let a kernel reach the GPUs of this machine (none where it has none).
+
+    `root` is where the machine's /dev, /proc and /sys are found (a fake device folder in tests); the
+    sandbox sees them at their usual places. Without /dev/nvidiactl no GPU binds are made."""
+    dev = root / "dev"
+    if not (dev / "nvidiactl").exists():
+        return []
+    args: list[str] = []
+    for pattern in GPU_DEVICES:
+        for path in sorted(dev.glob(pattern)):
+            args += ["--dev-bind", str(path), "/" + str(path.relative_to(root))]
+    if (root / "sys").is_dir():
+        args += ["--ro-bind", str(root / "sys"), "/sys"]
+    return args
+
+
 def command(cmd: list[str], *, scratch: Path, sockets: Path, read_only: tuple[Path, ...] = ()) -> list[str]:
     """`cmd` wrapped in bwrap, with `scratch` as the working folder and home, `sockets` shared with
     the outside and `read_only` files (a kernel's connection file) visible."""
@@ -141,6 +165,7 @@ def command(cmd: list[str], *, scratch: Path, sockets: Path, read_only: tuple[Pa
             args += ["--ro-bind", folder, folder]
     # private /proc, /dev and /tmp before the binds: a venv or checkout under /tmp is bound on top
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    args += gpu_binds()
     for secret in MASKED:
         if Path(secret).is_dir():
             args += ["--tmpfs", secret]

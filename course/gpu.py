@@ -1,17 +1,71 @@
-"""GPU-only cells: skip with a printed reason on a CPU machine, fail hard under the gpu profile.
+"""What the notebooks and the grader do about GPUs.
 
-Usage in a notebook (REQUIRE_GPU comes from the parameters cell; the `gpu` profile sets it):
+GPU-only cells skip with a printed reason on a CPU machine and fail hard under the gpu profile
+(REQUIRE_GPU comes from the parameters cell; the `gpu` profile sets it):
 
     if gpu.available(require=REQUIRE_GPU, why="to time the matmul on the GPU"):
         ...GPU code...
 
 On a machine without a GPU this prints "Skipped (no GPU visible to TensorFlow): a GPU is needed
-to ..." and returns
-False; with `require=True` it raises `GPURequiredError` instead, so the GPU runner cannot pass by
-skipping.
+to ..." and returns False; with `require=True` it raises `GPURequiredError` instead, so the GPU
+runner cannot pass by skipping (and `skipped_cells` finds any cell that did). The module also holds
+the gpu profile's environment (memory growth) and `exact_float32` for tolerance tests.
 """
 
 from __future__ import annotations
+
+import contextlib
+import os
+
+# What every kernel and subprocess of the gpu profile gets in its environment. TensorFlow maps all
+# but a reserve of each GPU's memory at start unless allow_growth is on; TF_FORCE_GPU_ALLOW_GROWTH
+# overrides GPUOptions.allow_growth for every process that inherits it (GPUBFCAllocator, see
+# https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/core/common_runtime/gpu/gpu_bfc_allocator.h),
+# so ONNX Runtime's CUDA provider in the same kernel, 04's auto-clustering subprocess and a second
+# grading kernel on the same GPU still find memory.
+PROFILE_ENVIRONMENT = {"gpu": {"TF_FORCE_GPU_ALLOW_GROWTH": "true"}}
+
+
+def environment(profile: str) -> dict[str, str]:
+    """The environment variables a kernel of `profile` gets (none outside the gpu profile)."""
+    return dict(PROFILE_ENVIRONMENT.get(profile, {}))
+
+
+@contextlib.contextmanager
+def profile_environment(profile: str):
+    """`environment(profile)` set in os.environ for the block (kernels started in it inherit it)."""
+    saved = {name: os.environ.get(name) for name in environment(profile)}
+    os.environ.update(environment(profile))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextlib.contextmanager
+def exact_float32():
+    """TensorFloat-32 off in the block, as it was after.
+
+    On NVIDIA GPUs from Ampere on, TensorFlow runs float32 matmuls and convolutions with TF32 inputs
+    (10 mantissa bits) by default, so results differ from float32 by about 1e-3 relative; tests with
+    a 1e-5 tolerance compute with it off. No effect on a CPU. (`enable_tensor_float_32_execution` in
+    https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/python/framework/config.py)"""
+    import tensorflow as tf
+
+    before = tf.config.experimental.tensor_float_32_execution_enabled()
+    tf.config.experimental.enable_tensor_float_32_execution(False)
+    try:
+        yield
+    finally:
+        tf.config.experimental.enable_tensor_float_32_execution(before)
+
+
+NO_GPU = "no GPU visible to TensorFlow"
+SKIPPED = f"Skipped ({NO_GPU})"  # how a GPU-only cell that skips begins its printed reason
 
 
 class GPURequiredError(RuntimeError):
@@ -30,11 +84,25 @@ def available(*, require: bool, why: str) -> bool:
     gpus = visible_gpus()
     if gpus:
         return True
-    reason = "no GPU visible to TensorFlow"
+    reason = NO_GPU
     if require:
         raise GPURequiredError(
             f"REQUIRE_GPU is set (gpu profile) but {reason}; needed {why}. "
             "Check `nvidia-smi`, the driver, and `course doctor`."
         )
-    print(f"Skipped ({reason}): a GPU is needed {why}.")
+    print(f"{SKIPPED}: a GPU is needed {why}.")
     return False
+
+
+def skipped_cells(executed) -> list[str]:
+    """The lines of an executed notebook's outputs where a GPU-only cell said it skipped for want of
+    a GPU (other skips, e.g. TensorRT not installed, are not counted)."""
+    import nbformat
+
+    notebook = nbformat.read(executed, as_version=4)
+    found = []
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            text = output.get("text", "") if output.get("output_type") == "stream" else ""
+            found += [line.strip() for line in text.splitlines() if line.startswith(SKIPPED)]
+    return found

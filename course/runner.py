@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from course import kernel, syllabus
+from course import gpu, kernel, syllabus
 from course.layout import Layout
 
 
@@ -63,7 +63,7 @@ def run_notebook(notebook: Path, output: Path, profile: str, assignment_id: str 
     log_path.unlink(missing_ok=True)
     start = time.perf_counter()
     error = ""
-    with _logger_to_file("papermill", log_path):
+    with _logger_to_file("papermill", log_path), gpu.profile_environment(profile):
         try:
             papermill.execute_notebook(
                 str(notebook), str(output), parameters=assignment.parameters(profile),

@@ -197,3 +197,18 @@ def test_two_graders_share_one_new_postgres_gradebook_at_once(course, gradebook_
     with Gradebook(url, COURSE_ID) as gradebook:
         for student in HONEST:
             assert gradebook.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, safe_id(student)).score == 6.0, student
+
+
+def test_a_gpu_worker_gives_its_kernels_its_own_gpu_only(cluster):
+    """The worker with the (fake) GPU resource hands CUDA_VISIBLE_DEVICES to its jobs; the other none."""
+    from distributed import Client, get_worker
+
+    from autograder import executors
+
+    def devices():
+        return executors._gpu_devices_of(get_worker())
+
+    with Client(cluster.address, timeout=30) as client:
+        on_gpu = client.submit(devices, resources={"GPU": 1}, pure=False).result(timeout=60)
+        on_cpu = client.submit(devices, workers=[cluster.addresses["cpu-node"]], pure=False).result(timeout=60)
+    assert (on_gpu, on_cpu) == ("0", None)

@@ -1,10 +1,19 @@
-"""The lock is installable as-is and environment.yml agrees with it."""
+"""The locks are installable as-is and environment.yml agrees with them.
+
+requirements.lock is the CPU environment (CI, students without a GPU); requirements-gpu.lock the GPU
+one (the GPU runner, students with an NVIDIA GPU): the same pins except ONNX Runtime's distribution
+and TensorFlow's CUDA wheels, all of one CUDA major."""
 
 from __future__ import annotations
 
 import re
 import tomllib
+from importlib import metadata
 from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIRED = ("tensorflow", "keras-hub", "tensorflow-text", "tensorboard", "nbgrader", "papermill", "nbval",
@@ -19,9 +28,20 @@ def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def lock_pins() -> dict[str, str]:
+LOCKS = ("requirements.lock", "requirements-gpu.lock")
+# distributions that install the same import package: a lock may hold one of each group at most
+SAME_IMPORT = {"onnxruntime": {"onnxruntime", "onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-openvino",
+                               "onnxruntime-training"},
+               "tensorflow": {"tensorflow", "tensorflow-cpu", "tensorflow-intel", "tf-nightly"},
+               "nvidia/cudnn": {"nvidia-cudnn-cu11", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13"}}
+# onnxruntime-gpu releases on PyPI built for CUDA 12 (their capi/build_and_package_info.py says
+# cuda_version 12.x; 1.26.0: 12.8); from 1.27 on they are CUDA 13 builds
+ORT_GPU_FOR_CUDA_12 = SpecifierSet(">=1.19,<1.27")
+
+
+def lock_pins(name: str = "requirements.lock") -> dict[str, str]:
     pins = {}
-    for line in (ROOT / "requirements.lock").read_text().splitlines():
+    for line in (ROOT / name).read_text().splitlines():
         match = re.match(r"^([A-Za-z0-9_.-]+)==([^\s\\;]+)", line)
         if match:
             pins[_normal(match.group(1))] = match.group(2)
@@ -45,13 +65,17 @@ def test_lock_pins_every_required_package():
     assert "tensorflow-cpu" not in pins, "the lock must use the `tensorflow` wheel, not tensorflow-cpu"
 
 
-def test_lock_is_hash_pinned_and_names_no_index_or_path():
-    text = (ROOT / "requirements.lock").read_text()
+@pytest.mark.parametrize("lock", LOCKS)
+def test_lock_is_hash_pinned_and_names_no_index_or_path(lock):
+    text = (ROOT / lock).read_text()
     requirements = [line for line in text.splitlines() if re.match(r"^[A-Za-z0-9]", line)]
     assert requirements and all("==" in line for line in requirements)
     assert text.count("--hash=sha256:") >= len(requirements)
     bad = [line for line in text.splitlines() if FORBIDDEN.search(line)]
-    assert not bad, f"requirements.lock names an index, host or path: {bad[:3]}"
+    assert not bad, f"{lock} names an index, host or path: {bad[:3]}"
+    entries = re.split(r"\n(?=[A-Za-z0-9])", text.strip())
+    unhashed = [entry.split()[0] for entry in entries if "--hash=sha256:" not in entry]
+    assert not unhashed, f"{lock}: pins without a hash: {unhashed}"
 
 
 def test_environment_yml_has_the_same_pins_as_the_lock():
@@ -64,12 +88,71 @@ def test_environment_yml_has_the_same_pins_as_the_lock():
 
 def test_pyproject_dependencies_are_all_locked():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    names = [_normal(re.split(r"[<>=!~\[ ;]", dep, maxsplit=1)[0]) for dep in project["dependencies"]]
-    missing = [name for name in names if name not in lock_pins()]
-    assert not missing, f"in pyproject.toml but not in requirements.lock: {missing} (run `make lock`)"
+    extras = project["optional-dependencies"]
+    for lock, extra in (("requirements.lock", "cpu"), ("requirements-gpu.lock", "gpu")):
+        names = [_normal(Requirement(dep).name) for dep in project["dependencies"] + extras[extra]]
+        missing = [name for name in names if name not in lock_pins(lock)]
+        assert not missing, f"in pyproject.toml but not in {lock}: {missing} (run `make lock`)"
     assert {"course", "autograder"} <= set(project["scripts"])
-    assert any(dep.startswith("tensorflow[and-cuda]") for dep in project["optional-dependencies"]["gpu"])
-    assert any(dep.startswith("onnxruntime-gpu") for dep in project["optional-dependencies"]["gpu"])
+    assert any(dep.startswith("tensorflow[and-cuda]") for dep in extras["gpu"])
+    assert any(dep.startswith("onnxruntime-gpu") for dep in extras["gpu"])
+    assert not any(_normal(Requirement(dep).name).startswith("onnxruntime") for dep in project["dependencies"]), \
+        "ONNX Runtime belongs to the cpu or gpu extra, never both"
+
+
+@pytest.mark.parametrize("lock", LOCKS)
+def test_no_two_distributions_install_the_same_package(lock):
+    pins = lock_pins(lock)
+    for package, distributions in SAME_IMPORT.items():
+        present = sorted(distributions & set(pins))
+        assert len(present) <= 1, f"{lock}: {present} all install {package}/"
+    assert "onnxruntime" in pins if lock == "requirements.lock" else "onnxruntime-gpu" in pins
+
+
+def test_the_gpu_lock_is_the_cpu_lock_plus_cuda():
+    cpu, gpu = lock_pins("requirements.lock"), lock_pins("requirements-gpu.lock")
+    shared = set(cpu) & set(gpu)
+    assert {name: (cpu[name], gpu[name]) for name in shared if cpu[name] != gpu[name]} == {}
+    assert set(cpu) - set(gpu) == {"onnxruntime"}
+    added = set(gpu) - set(cpu)
+    assert "onnxruntime-gpu" in added and all(name.startswith("nvidia-") for name in added - {"onnxruntime-gpu"})
+
+
+def test_the_gpu_lock_has_one_cuda_major_and_an_onnxruntime_built_for_it():
+    pins = lock_pins("requirements-gpu.lock")
+    cuda = {name: version for name, version in pins.items() if name.startswith("nvidia-")}
+    assert cuda, "the GPU lock has no CUDA wheels"
+    suffixes = {re.search(r"-cu(\d+)$", name).group(1) if re.search(r"-cu(\d+)$", name) else None for name in cuda}
+    assert suffixes == {"12"}, f"CUDA wheels of more than one major (or unsuffixed CUDA 13 names): {sorted(cuda)}"
+    assert pins["nvidia-cuda-runtime-cu12"].startswith("12."), pins["nvidia-cuda-runtime-cu12"]
+    assert pins["nvidia-cudnn-cu12"].startswith("9."), "TensorFlow 2.21 and onnxruntime-gpu 1.26 need cuDNN 9"
+    assert pins["onnxruntime-gpu"] in ORT_GPU_FOR_CUDA_12, f"onnxruntime-gpu {pins['onnxruntime-gpu']} is no CUDA 12 build"
+
+
+def test_the_gpu_lock_satisfies_tensorflows_own_and_cuda_requirements():
+    """The installed TensorFlow is the locked one; its METADATA says what `and-cuda` asks for."""
+    pins = lock_pins("requirements-gpu.lock")
+    assert metadata.version("tensorflow") == pins["tensorflow"]
+    asked = [Requirement(text) for text in metadata.requires("tensorflow") or []]
+    asked = [requirement for requirement in asked
+             if requirement.marker is not None and requirement.marker.evaluate({"extra": "and-cuda"})
+             and not requirement.marker.evaluate({"extra": ""})]
+    assert len(asked) >= 10, f"tensorflow's and-cuda extra asks for {len(asked)} packages"
+    wrong = {requirement.name: pins.get(_normal(requirement.name)) for requirement in asked
+             if pins.get(_normal(requirement.name)) not in requirement.specifier}
+    assert not wrong, f"the GPU lock's pins miss tensorflow[and-cuda]'s requirements: {wrong}"
+
+
+def test_every_gpu_install_instruction_uses_the_hashed_gpu_lock():
+    """No install line builds the GPU environment from the extra on top of the CPU lock (pip refuses
+    an editable install under hash checking, and it would bring onnxruntime back beside onnxruntime-gpu)."""
+    from autograder.bundle import README as STUDENT_README
+
+    for path in (ROOT / "README.md", STUDENT_README, ROOT / "Makefile", ROOT / ".github/workflows/gpu.yml"):
+        text = path.read_text()
+        assert ".[gpu]" not in text, f"{path.name} still installs the [gpu] extra directly"
+    for path in (ROOT / "README.md", STUDENT_README):
+        assert re.search(r"--require-hashes --no-deps -r requirements-gpu\.lock", path.read_text()), path.name
 
 
 def test_what_the_lock_leaves_out_is_left_out_by_make_lock_and_the_bundle():

@@ -96,3 +96,57 @@ def test_a_checkout_under_tmp_is_bound_over_the_private_tmp(monkeypatch, tmp_pat
     private_tmp = next(i for i, (a, b) in enumerate(zip(args, args[1:])) if (a, b) == ("--tmpfs", "/tmp"))
     for bound in (str(venv), "/tmp/checkout/course", str(tmp_path / "work")):
         assert args.index(bound) > private_tmp, f"{bound} is bound before /tmp is replaced, so it is hidden"
+
+
+@pytest.fixture
+def fake_gpu_machine(tmp_path):
+    """The device folder of a machine with two NVIDIA GPUs, as files under `tmp_path`."""
+    dev = tmp_path / "dev"
+    (dev / "nvidia-caps").mkdir(parents=True)
+    (dev / "dri").mkdir()
+    for name in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset",
+                 "nvidia-caps/nvidia-cap1", "dri/renderD128", "null", "sda"):
+        (dev / name).write_text(name)
+    numa = tmp_path / "sys" / "bus" / "pci" / "devices" / "0000:01:00.0" / "numa_node"
+    numa.parent.mkdir(parents=True)
+    numa.write_text("0\n")
+    return tmp_path
+
+
+def test_gpu_device_nodes_and_sys_are_bound_where_the_machine_has_a_gpu(fake_gpu_machine):
+    args = sandbox.gpu_binds(fake_gpu_machine)
+    binds = {(args[i], args[i + 2]): args[i + 1] for i in range(0, len(args), 3)}
+    expected_devices = ["/dev/dri", "/dev/nvidia-caps", "/dev/nvidia-modeset", "/dev/nvidia-uvm",
+                        "/dev/nvidia-uvm-tools", "/dev/nvidia0", "/dev/nvidia1", "/dev/nvidiactl"]
+    assert sorted(target for kind, target in binds if kind == "--dev-bind") == expected_devices
+    assert binds[("--dev-bind", "/dev/nvidia0")] == str(fake_gpu_machine / "dev" / "nvidia0")
+    assert binds[("--ro-bind", "/sys")] == str(fake_gpu_machine / "sys")
+    assert not any(target in ("/dev/null", "/dev/sda") for _, target in binds), "only the GPU's nodes"
+
+
+def test_no_gpu_binds_on_a_machine_without_the_nvidia_driver(fake_gpu_machine, tmp_path_factory):
+    (fake_gpu_machine / "dev" / "nvidiactl").unlink()
+    assert sandbox.gpu_binds(fake_gpu_machine) == [], "no control device: no driver, nothing to bind"
+    assert sandbox.gpu_binds(tmp_path_factory.mktemp("empty")) == []
+
+
+def test_bwrap_takes_the_gpu_binds_after_its_private_dev(fake_gpu_machine):
+    """The binds land on top of the sandbox's own /dev, so the kernel sees the GPU nodes there."""
+    import subprocess
+
+    inside = subprocess.run(
+        ["bwrap", *sandbox._namespace_args(), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+         *sandbox.gpu_binds(fake_gpu_machine), "sh", "-c",
+         "ls /dev/nvidia-caps; cat /dev/nvidia1; echo; cat /sys/bus/pci/devices/0000:01:00.0/numa_node; "
+         "test -e /dev/sda || echo no-sda"],
+        capture_output=True, text=True, timeout=30)
+    assert inside.returncode == 0, inside.stderr
+    assert inside.stdout.split() == ["nvidia-cap1", "nvidia1", "0", "no-sda"]
+
+
+def test_every_sandboxed_kernel_gets_the_gpu_binds_after_dev(monkeypatch, tmp_path):
+    monkeypatch.setattr(sandbox, "gpu_binds", lambda: ["--dev-bind", "/dev/nvidia0", "/dev/nvidia0"])
+    args = sandbox.command(["python", "-m", "ipykernel"], scratch=tmp_path, sockets=tmp_path)
+    position = args.index("--dev-bind")
+    assert args[position:position + 3] == ["--dev-bind", "/dev/nvidia0", "/dev/nvidia0"]
+    assert args.index("--dev") < position < args.index("--")

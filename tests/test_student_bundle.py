@@ -183,3 +183,14 @@ def test_cli_writes_the_bundle(tmp_path, capsys):
 
     assert cli.main(["student-bundle", "--out", str(tmp_path / "b.zip")]) == 0
     assert zipfile.is_zipfile(tmp_path / "b.zip") and "student bundle:" in capsys.readouterr().out
+
+
+def test_the_bundle_gpu_lock_is_its_cpu_lock_with_onnxruntime_gpu_and_cuda(entries):
+    cpu = {bundle.normal(name): version for name, version in PIN.findall(entries["requirements.lock"].decode())}
+    gpu = {bundle.normal(name): version for name, version in PIN.findall(entries["requirements-gpu.lock"].decode())}
+    assert set(cpu) - set(gpu) == {"onnxruntime"}
+    added = set(gpu) - set(cpu)
+    assert "onnxruntime-gpu" in added and "nvidia-cudnn-cu12" in added
+    assert all(name.startswith("nvidia-") for name in added - {"onnxruntime-gpu"}), sorted(added)
+    assert all(cpu[name] == gpu[name] for name in set(cpu) & set(gpu))
+    assert entries["requirements-gpu.lock"].decode().count("--hash=sha256:") >= len(gpu)
