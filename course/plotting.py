@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping, Sequence
 
+import numpy as np
 from matplotlib import pyplot
 from matplotlib.figure import Figure
 
@@ -51,10 +52,20 @@ def bars(labels: Sequence[str], values: Sequence[float], *, title: str, ylabel: 
 
 
 def image_grid(rows: Sequence[Sequence], *, title: str, row_labels: Sequence[str] | None = None,
-               column_labels: Sequence[str] | None = None, cmap: str | None = "gray") -> Figure:
-    """Images in a grid (rows of equal length): e.g. ground truth over prediction, frame by frame."""
+               column_labels: Sequence[str] | None = None, cmap: str | None = "gray",
+               vmin: float | None = None, vmax: float | None = None) -> Figure:
+    """Images in a grid (rows of equal length): e.g. ground truth over prediction, frame by frame.
+
+    Every 2-D (grey) image is drawn on one shared scale, `vmin` to `vmax`, by default the smallest
+    and largest value of all of them: panels autoscaled one by one would show a faint prediction as
+    bright as the truth. (RGB images are drawn as they are, values in [0, 1].)"""
     _require(title=title)
     count_rows, count_columns = len(rows), max(len(row) for row in rows)
+    grey = [np.asarray(image) for row in rows for image in row if getattr(image, "ndim", 2) == 2]
+    if grey and vmin is None:
+        vmin = min(float(np.min(image)) for image in grey)
+    if grey and vmax is None:
+        vmax = max(float(np.max(image)) for image in grey)
     figure, axes = pyplot.subplots(count_rows, count_columns, squeeze=False,
                                    figsize=(1.6 * count_columns, 1.7 * count_rows + 0.4))
     for row_index, row in enumerate(rows):
@@ -64,7 +75,10 @@ def image_grid(rows: Sequence[Sequence], *, title: str, row_labels: Sequence[str
             panel.set_yticks([])
             if column_index < len(row):
                 image = row[column_index]
-                panel.imshow(image, cmap=cmap if getattr(image, "ndim", 2) == 2 else None)
+                if getattr(image, "ndim", 2) == 2:
+                    panel.imshow(image, cmap=cmap, vmin=vmin, vmax=vmax)
+                else:
+                    panel.imshow(image)
             if row_labels and column_index == 0:
                 panel.set_ylabel(row_labels[row_index])
             if column_labels and row_index == 0 and column_index < len(column_labels):

@@ -226,5 +226,22 @@ def test_plots_have_titles_and_labelled_axes(tmp_path):
     grid = plotting.image_grid([[[[0, 1], [1, 0]]] * 3, [[[1, 0], [0, 1]]] * 3], title="Frames",
                                row_labels=["truth", "prediction"])
     assert len(grid.axes) == 6
+
+
+def test_image_grid_draws_grey_panels_on_one_shared_scale():
+    """Per-panel autoscaling would show a faint prediction (max 0.2) as bright as the truth (max 1)."""
+    import matplotlib
+    import numpy as np
+
+    matplotlib.use("Agg")
+    from course import plotting
+
+    truth, faint = np.array([[0.0, 1.0], [0.5, 0.25]]), np.array([[0.05, 0.2], [0.1, 0.1]])
+    grid = plotting.image_grid([[truth], [faint]], title="Frames")
+    assert [axes.images[0].get_clim() for axes in grid.axes] == [(0.0, 1.0), (0.0, 1.0)]
+    fixed = plotting.image_grid([[faint], [faint]], title="Frames", vmin=0.0, vmax=1.0)
+    assert {axes.images[0].get_clim() for axes in fixed.axes} == {(0.0, 1.0)}
+    colour = plotting.image_grid([[np.zeros((2, 2, 3))], [faint]], title="Frames")
+    assert colour.axes[1].images[0].get_clim() == (0.05, 0.2), "RGB panels do not set the grey scale"
     with pytest.raises(ValueError, match="ylabel"):
         plotting.bars(["a"], [1.0], title="t", ylabel=" ")

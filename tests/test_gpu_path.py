@@ -122,3 +122,24 @@ def test_gpu_check_lists_its_items_and_fails_without_a_driver(monkeypatch):
     assert lines[1].startswith("OFF   warm"), lines
     unknown = subprocess.run([sys.executable, script, "nonsense"], capture_output=True, text=True, timeout=60)
     assert unknown.returncode == 2 and "the items: driver" in unknown.stderr
+
+
+def test_a_failed_install_leaves_no_stamp_and_gpu_1_selects_the_gpu_venv_and_lock(tmp_path):
+    """The stamp says the venv matches its lock: an install that fails must not leave the old one."""
+    import shutil
+    import subprocess
+    import time
+
+    for name in ("Makefile", "pyproject.toml", "requirements.lock", "requirements-gpu.lock"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    stamp = tmp_path / ".venv-gpu" / ".installed"
+    stamp.parent.mkdir()
+    stamp.touch()
+    old = time.time() - 3600
+    os.utime(stamp, (old, old))  # older than the lock: make must install again
+    planned = subprocess.run(["make", "-n", "GPU=1", "venv"], cwd=tmp_path, capture_output=True, text=True)
+    assert "-r requirements-gpu.lock" in planned.stdout and ".venv-gpu/bin/uv pip install" in planned.stdout
+    assert "-r requirements.lock" not in planned.stdout
+    failed = subprocess.run(["make", "GPU=1", "venv", "PYTHON=false"], cwd=tmp_path, capture_output=True, text=True)
+    assert failed.returncode != 0, "creating the venv with `false` must fail"
+    assert not stamp.exists(), "the failed install left the old stamp: the next make would skip the install"
