@@ -245,3 +245,32 @@ def test_image_grid_draws_grey_panels_on_one_shared_scale():
     assert colour.axes[1].images[0].get_clim() == (0.05, 0.2), "RGB panels do not set the grey scale"
     with pytest.raises(ValueError, match="ylabel"):
         plotting.bars(["a"], [1.0], title="t", ylabel=" ")
+
+
+def test_grading_hides_an_object_everywhere_for_the_block_only():
+    """A solution that calls the object the test compares with gets `Hidden`, by any name it holds."""
+    import sys
+    import types
+
+    from course import grading
+
+    library = types.ModuleType("fake_library")
+    library.Packer = type("Packer", (), {})
+    private = types.ModuleType("fake_library._impl")
+    private.Packer = library.Packer
+    notebook = types.ModuleType("fake_notebook")
+    notebook.Packer, notebook.other = library.Packer, "kept"
+    sys.modules.update({"fake_library": library, "fake_library._impl": private, "fake_notebook": notebook})
+    try:
+        original = library.Packer
+        with pytest.raises(grading.Hidden, match="fake_library.Packer is hidden"):
+            with grading.hidden("fake_library.Packer"):
+                assert notebook.other == "kept"
+                for holder in (library, private, notebook):
+                    with pytest.raises(grading.Hidden):
+                        holder.Packer()
+                library.Packer.anything  # noqa: B018 - attribute access is refused too
+        assert library.Packer is private.Packer is notebook.Packer is original, "restored after an error"
+    finally:
+        for name in ("fake_library", "fake_library._impl", "fake_notebook"):
+            sys.modules.pop(name, None)

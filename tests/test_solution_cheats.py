@@ -1,0 +1,83 @@
+"""A test that grades a re-implementation gives nothing to a solution that calls the object it
+re-implements, and still passes the reference solution (02's ConvLSTM step and output shape, 03's
+pair packing). The graded cells run here as nbgrader runs them, hidden tests included."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from course import gpu, grading
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def graded_cells(assignment_id: str) -> dict[str, str]:
+    notebook = nbformat.read(ROOT / "source" / assignment_id / f"{assignment_id}.ipynb", as_version=4)
+    return {cell.metadata["nbgrader"]["grade_id"]: cell.source for cell in notebook.cells
+            if cell.metadata.get("nbgrader", {}).get("grade_id")}
+
+
+@pytest.fixture(scope="module")
+def namespace():
+    tf = pytest.importorskip("tensorflow")
+    import keras
+    import keras_hub
+    from keras import layers
+
+    return {"np": np, "tf": tf, "keras": keras, "layers": layers, "keras_hub": keras_hub, "warnings": warnings,
+            "gpu": gpu, "grading": grading}
+
+
+CHEAT_STEP = '''
+def convlstm_step(inputs, hidden, carry, kernel, recurrent_kernel, bias=None, strides=1, padding="same"):
+    layer = layers.ConvLSTM2D(kernel.shape[-1] // 4, kernel.shape[:2], strides=strides, padding=padding,
+                              use_bias=bias is not None, return_state=True)
+    layer.build((None, 1) + inputs.shape[1:])
+    layer.set_weights([kernel, recurrent_kernel] + ([bias] if bias is not None else []))
+    _, new_hidden, new_carry = layer(inputs[:, None], initial_state=[hidden, carry])
+    return np.asarray(new_hidden), np.asarray(new_carry)
+'''
+
+CHEAT_SHAPE = '''
+def convlstm_output_shape(input_shape, filters, kernel_size, strides=1, padding="valid", dilation_rate=1,
+                          return_sequences=False):
+    return tuple(layers.ConvLSTM2D(filters, kernel_size, strides=strides, padding=padding, dilation_rate=dilation_rate,
+                                   return_sequences=return_sequences).compute_output_shape(input_shape))
+'''
+
+CHEAT_PACK = '''
+def pack_pair(tokens_a, tokens_b, max_len, *, cls_id, sep_id, pad_id):
+    if max_len < 3:
+        raise ValueError("max_len")
+    packer = keras_hub.layers.MultiSegmentPacker(sequence_length=max_len, start_value=cls_id, end_value=sep_id,
+                                                 pad_value=pad_id, truncate="round_robin")
+    ids, segments = packer((tf.constant([list(tokens_a)], tf.int32), tf.constant([list(tokens_b)], tf.int32)))
+    real = min(max_len, len(tokens_a) + len(tokens_b) + 3)
+    return {"token_ids": ids.numpy()[0], "segment_ids": segments.numpy()[0], "padding_mask": np.arange(max_len) < real}
+'''
+
+
+@pytest.mark.parametrize("assignment_id, before, solution_id, test_id, cheat", [
+    ("02_convlstm", (), "convlstm_step", "test_convlstm_step", CHEAT_STEP),
+    ("02_convlstm", ("convlstm_step", "test_convlstm_step"), "convlstm_output_shape", "test_convlstm_output_shape",
+     CHEAT_SHAPE),
+    ("03_bert_finetuning", (), "pack_pair", "test_pack_pair", CHEAT_PACK),
+])
+def test_calling_the_reimplemented_object_earns_nothing(namespace, assignment_id, before, solution_id, test_id, cheat):
+    cells = graded_cells(assignment_id)
+    namespace = dict(namespace)
+    for earlier in before:  # the cells the notebook runs before this exercise (they define what its test uses)
+        exec(cells[earlier], namespace)
+    reference = dict(namespace)
+    exec(cells[solution_id], reference)
+    exec(cells[test_id], reference)  # the reference solution passes, hidden tests included
+    cheating = dict(namespace)
+    exec(cheat, cheating)
+    with pytest.raises(grading.Hidden, match="is hidden while the test runs your function"):
+        exec(cells[test_id], cheating)
+    assert "Hidden" not in type(namespace["layers"].ConvLSTM2D).__name__, "the test left ConvLSTM2D hidden"
