@@ -16,7 +16,7 @@ PROFILE ?= ci
 export PATH := $(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: run test test-gpu gpu-runner release release-check lab student-bundle doctor lock conda-lock clean venv bench system-packages
+.PHONY: run test test-gpu gpu-runner release release-check lab student-bundle doctor lock conda-lock clean venv bench bench-training system-packages
 
 venv: $(STAMP)
 
@@ -116,3 +116,9 @@ clean:
 # Benchmark, not a test: plain serial nbgrader autograde vs autograder grade --workers 2.
 bench: $(STAMP)
 	$(BIN)/python -m tests.benchmarks.grading --students 6 --workers 2
+
+# Benchmark, not a test: how often each correct route passes the tests that grade a trained model
+# (02's colour model, 03's fine-tuned classifier), over 10 seeds under the grade profile, with the
+# median notebook time (about 25 minutes on 2 cores).
+bench-training: $(STAMP)
+	$(BIN)/python -m tests.benchmarks.training --seeds 10

@@ -1,6 +1,6 @@
 """A test that grades a re-implementation gives nothing to a solution that calls the object it
 re-implements, and still passes the reference solution (02's ConvLSTM step and output shape, 03's
-pair packing). The graded cells run here as nbgrader runs them, hidden tests included."""
+pair packing and encoder block). The graded cells run here as nbgrader runs them, hidden tests included."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from course import gpu, grading
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def graded_cells(assignment_id: str) -> dict[str, str]:
+def notebook_cells(assignment_id: str) -> dict[str, str]:
+    """Each cell's source by its nbgrader grade id, or by its cell id when it has none."""
     notebook = nbformat.read(ROOT / "source" / assignment_id / f"{assignment_id}.ipynb", as_version=4)
-    return {cell.metadata["nbgrader"]["grade_id"]: cell.source for cell in notebook.cells
-            if cell.metadata.get("nbgrader", {}).get("grade_id")}
+    return {cell.metadata.get("nbgrader", {}).get("grade_id") or cell.get("id"): cell.source for cell in notebook.cells}
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +29,11 @@ def namespace():
     import keras_hub
     from keras import layers
 
+    # 03's encoder test reads the notebook's pretrained backbone: a small one stands in for it
+    backbone = keras_hub.models.BertBackbone(vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=8,
+                                             intermediate_dim=16, max_sequence_length=16)
     return {"np": np, "tf": tf, "keras": keras, "layers": layers, "keras_hub": keras_hub, "warnings": warnings,
-            "gpu": gpu, "grading": grading}
+            "gpu": gpu, "grading": grading, "backbone": backbone, "HIDDEN_DIM": 8, "SEED": 0}
 
 
 CHEAT_STEP = '''
@@ -62,14 +65,28 @@ def pack_pair(tokens_a, tokens_b, max_len, *, cls_id, sep_id, pad_id):
 '''
 
 
+CHEAT_ENCODER = '''
+def encoder_block(inputs, padding_mask, weights, *, epsilon=1e-12):
+    layer = keras_hub.layers.TransformerEncoder(weights["intermediate_bias"].shape[0], weights["query_bias"].shape[0],
+                                                layer_norm_epsilon=epsilon,
+                                                activation=lambda z: keras.activations.gelu(z, approximate=True))
+    layer(np.zeros((1, 2, weights["output_bias"].shape[0]), "float32"))
+    by_path = {suffix: weights[key] for suffix, key in ENCODER_WEIGHT_PATHS.items()}
+    layer.set_weights([next(value for suffix, value in by_path.items() if variable.path.endswith(suffix))
+                       for variable in layer.weights])
+    return np.asarray(layer(inputs, padding_mask=padding_mask, training=False))
+'''
+
+
 @pytest.mark.parametrize("assignment_id, before, solution_id, test_id, cheat", [
     ("02_convlstm", (), "convlstm_step", "test_convlstm_step", CHEAT_STEP),
     ("02_convlstm", ("convlstm_step", "test_convlstm_step"), "convlstm_output_shape", "test_convlstm_output_shape",
      CHEAT_SHAPE),
     ("03_bert_finetuning", (), "pack_pair", "test_pack_pair", CHEAT_PACK),
+    ("03_bert_finetuning", ("encoder-weights",), "encoder_block", "test_encoder_block", CHEAT_ENCODER),
 ])
 def test_calling_the_reimplemented_object_earns_nothing(namespace, assignment_id, before, solution_id, test_id, cheat):
-    cells = graded_cells(assignment_id)
+    cells = notebook_cells(assignment_id)
     namespace = dict(namespace)
     for earlier in before:  # the cells the notebook runs before this exercise (they define what its test uses)
         exec(cells[earlier], namespace)
