@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import io
+import os
 import queue
 import tarfile
 import tempfile
@@ -102,8 +103,6 @@ def gpu_devices(address: str, workers: dict[str, dict]) -> str | None:
 def _gpu_devices_of(worker) -> str | None:
     """This worker's GPUs: the CUDA_VISIBLE_DEVICES it was started with (the operator's choice), else
     its share of its host's GPUs (`gpu_devices`)."""
-    import os
-
     from distributed import get_client
 
     if os.environ.get("CUDA_VISIBLE_DEVICES") is not None or not worker.state.total_resources.get("GPU"):

@@ -200,3 +200,17 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(key): _jsonable(item) for key, item in value.items()}
     return str(value)
+
+
+@contextlib.contextmanager
+def restored_environment(*names: str):
+    """Let a block change the environment variables `names`; put back their old values after."""
+    previous = {name: os.environ.get(name) for name in names}
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import os
 
+from course.environment import restored_environment
+
 # What every kernel and subprocess of the gpu profile gets in its environment. TensorFlow maps all
 # but a reserve of each GPU's memory at start unless allow_growth is on; TF_FORCE_GPU_ALLOW_GROWTH
 # overrides GPUOptions.allow_growth for every process that inherits it (GPUBFCAllocator, see
@@ -34,16 +36,10 @@ def environment(profile: str) -> dict[str, str]:
 @contextlib.contextmanager
 def profile_environment(profile: str):
     """`environment(profile)` set in os.environ for the block (kernels started in it inherit it)."""
-    saved = {name: os.environ.get(name) for name in environment(profile)}
-    os.environ.update(environment(profile))
-    try:
+    settings = environment(profile)
+    with restored_environment(*settings):
+        os.environ.update(settings)
         yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @contextlib.contextmanager

@@ -49,6 +49,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from course.environment import restored_environment  # noqa: F401 - 04 calls xla_tools.restored_environment
+
 # The XSpace plane on which TensorFlow's profiler lists the XLA modules alive during a session
 # (tsl::profiler::kMetadataPlaneName); each event metadata is one module, its id the module's
 # unique id and its name "<module name>(<id>)".
@@ -476,20 +478,6 @@ def xla_op_types(device_type: str = "XLA_CPU_JIT") -> frozenset[str]:
         tf.function(lambda value: value + 1, jit_compile=True)(tf.constant(0.0))
     return frozenset(kernel.op for kernel in kernels.get_all_registered_kernels().kernel
                      if kernel.device_type == device_type)
-
-
-@contextlib.contextmanager
-def restored_environment(*names: str):
-    """Let a block change the environment variables `names`; put back their old values after."""
-    previous = {name: os.environ.get(name) for name in names}
-    try:
-        yield
-    finally:
-        for name, value in previous.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @contextlib.contextmanager
