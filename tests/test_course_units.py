@@ -274,3 +274,38 @@ def test_grading_hides_an_object_everywhere_for_the_block_only():
     finally:
         for name in ("fake_library", "fake_library._impl", "fake_notebook"):
             sys.modules.pop(name, None)
+
+
+def test_checks_give_each_group_its_share_and_name_what_failed(capsys):
+    """Partial credit: a failed group costs its share, says why, and never raises; nbgrader reads
+    the returned number as the cell's grade."""
+    from course import grading
+
+    checks = grading.Checks("pack_pair", points=3)
+    with checks.group("tuples"):
+        assert (1, 2) == (1, 2)
+    with checks.group("arrays", weight=2):
+        raise AssertionError("expected [2], got [1]")
+    with checks.group("errors"):
+        raise NotImplementedError
+    assert checks.score() == 0.75
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["  FAILED arrays: expected [2], got [1]", "  FAILED errors: NotImplementedError: (no message)",
+                   "pack_pair: 1 of 3 groups of checks passed, 0.75 of 3 points"]
+
+    full = grading.Checks("pack_pair", points=2)
+    for name in ("visible", "hidden"):
+        with full.group(name):
+            pass
+    assert full.score() == 2.0
+    assert capsys.readouterr().out == "pack_pair: all 2 groups of checks passed, 2 of 2 points\n"
+
+    blank = grading.Checks("pack_pair", points=2)
+    with blank.group("only"):
+        raise NotImplementedError("write pack_pair")
+    assert blank.score() == 0.0
+    with pytest.raises(RuntimeError, match="no group"):
+        grading.Checks("empty", points=1).score()
+    with pytest.raises(KeyboardInterrupt):
+        with grading.Checks("x", points=1).group("interrupted"):
+            raise KeyboardInterrupt
