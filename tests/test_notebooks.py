@@ -74,7 +74,7 @@ def test_header_and_section_order(assignment_id):
     notebook = source(assignment_id)
     header = notebook.cells[0]
     assert header.cell_type == "markdown" and header.source.startswith(f"# {assignment_id[:2]} ·"), header.source[:80]
-    for field in ("**Needs:**", "**Runtime:**", "**Learning objectives**"):
+    for field in ("**Needs:**", "**Runtime:**", "**Time:**", "**Learning objectives**"):
         assert field in header.source, f"{assignment_id}: header lacks {field}"
     headings = [line.strip() for cell in notebook.cells if cell.cell_type == "markdown"
                 for line in cell.source.splitlines() if line.startswith("## ")]
@@ -96,6 +96,54 @@ def test_every_exercise_has_visible_and_hidden_tests(assignment_id):
         assert "assert" in visible or "raises" in visible, f"{nbgrader_meta(cell)['grade_id']}: no visible test"
         assert "### BEGIN HIDDEN TESTS" in cell.source, f"{nbgrader_meta(cell)['grade_id']}: no hidden test"
         assert nbgrader_meta(cell).get("points", 0) > 0 and nbgrader_meta(cell).get("locked")
+
+
+EXERCISE = re.compile(r"^### Exercise (?P<number>\d+)(?P<part>[a-z]?)\b.*?\((?P<points>\d+) points?\)", re.M)
+
+
+def _exercises(notebook) -> list[tuple[str, int, float]]:
+    """(heading number, points the heading states, points of the grade cells up to the next heading)."""
+    found: list[list] = []
+    for cell in notebook.cells:
+        match = EXERCISE.search(cell.source) if cell.cell_type == "markdown" else None
+        if match:
+            found.append([match["number"] + match["part"], int(match["points"]), 0.0])
+        meta = nbgrader_meta(cell)
+        if meta.get("grade") and not meta.get("solution") and found:
+            found[-1][2] += float(meta.get("points", 0))
+    return [tuple(entry) for entry in found]
+
+
+@pytest.mark.parametrize("assignment_id", PRESENT)
+def test_exercises_are_numbered_in_order_and_state_their_points(assignment_id):
+    notebook = source(assignment_id)
+    exercises = _exercises(notebook)
+    graded = sum(float(nbgrader_meta(cell).get("points", 0)) for cell in notebook.cells
+                 if nbgrader_meta(cell).get("grade") and not nbgrader_meta(cell).get("solution"))
+    assert exercises, f"{assignment_id}: no '### Exercise N ... (P points)' heading"
+    numbers = [int(re.match(r"\d+", label).group()) for label, _, _ in exercises]
+    assert numbers == sorted(numbers) and sorted(set(numbers)) == list(range(1, max(numbers) + 1)), (
+        f"{assignment_id}: exercises appear as {[label for label, _, _ in exercises]}")
+    for label, stated, counted in exercises:
+        assert stated == counted, f"{assignment_id}: exercise {label} says {stated} points, its test cells give {counted:g}"
+    assert sum(counted for _, _, counted in exercises) == graded, f"{assignment_id}: a graded cell has no exercise heading"
+
+
+@pytest.mark.parametrize("assignment_id", PRESENT)
+def test_test_cells_print_when_they_pass_and_give_partial_credit_from_three_points(assignment_id):
+    """Every visible test part prints one line on success; a cell worth 3 points or more scores groups
+    of cases (course.grading.Checks) and ends with its score, which nbgrader takes as partial credit."""
+    for cell in source(assignment_id).cells:
+        meta = nbgrader_meta(cell)
+        if not meta.get("grade") or meta.get("solution"):
+            continue
+        visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
+        last_line = cell.source.strip().splitlines()[-1]
+        if meta["points"] >= 3:
+            assert "grading.Checks(" in visible and ".group(" in visible, f"{meta['grade_id']}: no groups of checks"
+            assert re.fullmatch(r"\w+\.score\(\)", last_line), f"{meta['grade_id']}: ends with {last_line!r}, not the score"
+        else:
+            assert "print(" in visible or "grading.Checks(" in visible, f"{meta['grade_id']}: prints nothing when it passes"
 
 
 @pytest.mark.parametrize("assignment_id", PRESENT)

@@ -16,6 +16,21 @@ from course import gpu, grading
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def run_test_cell(source: str, namespace: dict) -> float | None:
+    """Run a test cell as the kernel does; the score it ends with (course.grading.Checks), or None
+    when it has none (a cell of fewer than 3 points, all or nothing: it raises when it fails)."""
+    import ast
+
+    tree = ast.parse(source)
+    last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    if last is not None:
+        tree.body = tree.body[:-1]
+    exec(compile(tree, "<test cell>", "exec"), namespace)
+    if last is None:
+        return None
+    return eval(compile(ast.Expression(last.value), "<test cell>", "eval"), namespace)
+
+
 def notebook_cells(assignment_id: str) -> dict[str, str]:
     """Each cell's source by its nbgrader grade id, or by its cell id when it has none."""
     notebook = nbformat.read(ROOT / "source" / assignment_id / f"{assignment_id}.ipynb", as_version=4)
@@ -92,9 +107,16 @@ def test_calling_the_reimplemented_object_earns_nothing(namespace, assignment_id
         exec(cells[earlier], namespace)
     reference = dict(namespace)
     exec(cells[solution_id], reference)
-    exec(cells[test_id], reference)  # the reference solution passes, hidden tests included
+    full = run_test_cell(cells[test_id], reference)  # the reference passes, hidden tests included
+    assert full is None or full == reference["checks"].points, f"the reference scores {full}"
     cheating = dict(namespace)
     exec(cheat, cheating)
-    with pytest.raises(grading.Hidden, match="is hidden while the test runs your function"):
-        exec(cells[test_id], cheating)
+    try:
+        score = run_test_cell(cells[test_id], cheating)
+    except grading.Hidden:
+        score = 0.0
+    else:
+        failures = [failure for _, _, failure in cheating["checks"].results]
+        assert all(failure and "is hidden while the test runs your function" in failure for failure in failures), failures
+    assert score == 0.0, f"calling the re-implemented object scored {score}"
     assert "Hidden" not in type(namespace["layers"].ConvLSTM2D).__name__, "the test left ConvLSTM2D hidden"
