@@ -132,7 +132,23 @@ def _kernel(_: dict) -> Check:
     return Check("kernel", OK, f"kernel {kernel.KERNEL_NAME!r} runs this environment ({found.spec_python})")
 
 
-FACT_CHECKS: tuple[Callable[[dict], Check], ...] = (_python, _wheel, _cpu, _shadowing, _kernel)
+def _loader_tools(_: dict) -> Check:
+    """00's loader exercise compares answers with this machine's ld.so on libraries built with cc."""
+    import os
+    import shutil
+
+    from course import loader
+
+    missing = [what for what, present in (("the glibc x86-64 loader", os.path.exists(loader.LOADER)),
+                                          ("a C compiler (cc)", shutil.which("cc") or shutil.which("gcc")))
+               if not present]
+    if missing:
+        return Check("loader tools", WARN, "missing: " + ", ".join(missing),
+                     "00's Exercise 7 needs Linux on x86-64 with glibc and `cc` (Debian/Ubuntu: apt install gcc)")
+    return Check("loader tools", OK, f"{loader.LOADER} and a C compiler, for 00's loader exercise")
+
+
+FACT_CHECKS: tuple[Callable[[dict], Check], ...] = (_python, _wheel, _cpu, _shadowing, _kernel, _loader_tools)
 TENSORFLOW_CHECKS: tuple[Callable[[dict], Check], ...] = (_build, _gpu)
 
 

@@ -140,7 +140,7 @@ def test_course_doctor_json_end_to_end():
                           timeout=300, env=_env(), cwd=ROOT)
     diagnosis = json.loads(done.stdout)
     names = [check["name"] for check in diagnosis["checks"]]
-    assert {"python", "import tensorflow", "gpu", "kernel", "LD_LIBRARY_PATH", "cpu"} <= set(names)
+    assert {"python", "import tensorflow", "gpu", "kernel", "LD_LIBRARY_PATH", "cpu", "loader tools"} <= set(names)
     assert done.returncode == (0 if diagnosis["ok"] else 1)
     # TensorFlow's C++ log lines (`E0000 ... failed call to cuInit`) became facts, not terminal noise
     assert not re.search(r"^[IWEF]\d{4} ", done.stderr, flags=re.M), done.stderr[-2000:]

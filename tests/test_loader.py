@@ -37,3 +37,14 @@ def test_rpath_and_runpath_are_exclusive_and_system_search_reads_the_loader(tmp_
     search = loader.system_search()
     assert search.system_dirs and all(os.path.isabs(folder) for folder in search.system_dirs)
     assert os.path.exists(search.cache["libc.so.6"]), "the cache names the C library"
+
+
+def test_doctor_warns_without_a_compiler(monkeypatch):
+    import shutil
+
+    from course import doctor
+
+    assert doctor._loader_tools({}).status == doctor.OK
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    missing = doctor._loader_tools({})
+    assert missing.status == doctor.WARN and "C compiler" in missing.detail and "apt install gcc" in missing.hint
