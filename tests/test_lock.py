@@ -17,7 +17,7 @@ from packaging.specifiers import SpecifierSet
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIRED = ("tensorflow", "keras-hub", "tensorflow-text", "tensorboard", "nbgrader", "papermill", "nbval",
-            "jupyterlab", "ipykernel", "matplotlib", "scikit-learn", "tf2onnx", "onnxruntime", "pytest", "tqdm")
+            "jupyterlab", "ipykernel", "matplotlib", "scikit-learn", "tf2onnx", "onnxruntime", "pytest", "pyelftools")
 # pip's index options and local locations, spelled in pieces so this file names none of them itself
 _OPTIONS = ["index" + "-url", "extra-" + "index" + "-url", "find" + "-links"]
 FORBIDDEN = re.compile("|".join(["--" + option for option in _OPTIONS] +
@@ -167,3 +167,55 @@ def test_what_the_lock_leaves_out_is_left_out_by_make_lock_and_the_bundle():
     for name in LEFT_OUT_OF_LOCK:
         assert name not in lock_pins()
         assert f"--no-emit-package {name}" in makefile
+
+
+def _imported_top_level_names() -> dict[str, str]:
+    """Every module name imported at the top level of a statement in the project's Python files and
+    source notebooks' code cells: {name: a file that imports it}."""
+    import ast
+    import json
+    import sys
+
+    sources: dict[str, str] = {}
+    for folder in ("autograder", "course", "tests", "scripts"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix == ".py" or (path.parent.name == "scripts" and path.is_file() and
+                                        path.read_bytes()[:40].startswith(b"#!") and b"python" in path.read_bytes()[:40]):
+                sources[str(path.relative_to(ROOT))] = path.read_text(encoding="utf-8")
+    for path in (ROOT / "source").rglob("*.ipynb"):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        code = "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "code")
+        sources[str(path.relative_to(ROOT))] = "\n".join(line for line in code.splitlines()
+                                                          if not line.lstrip().startswith(("%", "!")))
+    names: dict[str, str] = {}
+    for where, text in sources.items():
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Import):
+                found = [alias.name.split(".")[0] for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found = [node.module.split(".")[0]]
+            else:
+                continue
+            for name in found:
+                if name not in sys.stdlib_module_names and name not in ("autograder", "course", "tests", "__future__"):
+                    names.setdefault(name, where)
+    return names
+
+
+def test_every_imported_third_party_package_is_declared():
+    """An import the project relies on is a dependency it names, not one that another package happens
+    to bring (import names map to distributions through importlib.metadata.packages_distributions)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {_normal(Requirement(text).name) for text in project["dependencies"]}
+    for extra in project.get("optional-dependencies", {}).values():
+        declared |= {_normal(Requirement(text).name) for text in extra}
+    providers = metadata.packages_distributions()
+    undeclared = {name: where for name, where in _imported_top_level_names().items()
+                  if not {_normal(dist) for dist in providers.get(name, [name])} & declared}
+    assert not undeclared, f"imported but not declared in pyproject.toml: {undeclared}"
+    used = set(_imported_top_level_names())
+    provided = {_normal(dist) for name in used for dist in providers.get(name, [])}
+    tools = {"tensorflow-text", "tensorboard", "papermill", "nbval", "jupyterlab", "ipykernel", "nbconvert",
+             "pytest-xdist", "psycopg2-binary", "uv", "onnxruntime-gpu", "alembic"}  # used as programs or plugins
+    unused = declared - provided - tools
+    assert not unused, f"declared but imported nowhere (and not a tool the Makefile or a test runs): {sorted(unused)}"
