@@ -54,7 +54,7 @@ def write_html(result: ClassResult, path: Path | None = None) -> Path:
     path = path or result.out / "report.html"
     escape = html.escape
     rows = "".join(
-        f"<tr><td>{escape(row.student_id)}</td><td>{row.status}</td><td>{row.score:g} / {row.max_score:g}</td>"
+        f"<tr><td>{escape(row.student_id)}</td><td>{escape(row.status)}</td><td>{row.score:g} / {row.max_score:g}</td>"
         f"<td>{row.seconds:g}</td><td>{escape(row.reason)}</td></tr>"
         for row in sorted(result.rows, key=lambda r: r.student_id))
     rates = "".join(f"<tr><td>{escape(cell)}</td><td>{rate:.0%}</td></tr>" for cell, rate in pass_rates(result).items())
