@@ -216,6 +216,17 @@ def _row(submission: intake.Submission, assignment_id: str, outcome: jobs.Outcom
     return row
 
 
+def with_findings(row: Row, findings: tamper.Findings) -> Row:
+    """The tamper scan's findings decide the status over the run's: a flagged submission stays
+    flagged whatever its run did, and the reason keeps both (an instructor must not re-run a
+    tampering submission that then hung as if the grader had failed)."""
+    row.notes = findings.notes
+    if findings.flagged:
+        run = "" if row.status in ("graded", "flagged") else f"; then {row.status}: {row.reason}"
+        row.status, row.reason = "flagged", findings.reason() + run
+    return row
+
+
 def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Path, *,
                 options: Options | None = None, progress: Callable[[str], None] = print) -> ClassResult:
     options = options or Options()
@@ -275,10 +286,7 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
         try:
             for job, outcome in executor.run_all(batch):
                 submission, findings = pending[job.student]
-                row = _row(submission, assignment_id, outcome, options)
-                row.notes = findings.notes
-                if findings.flagged and row.status == "graded":
-                    row.status, row.reason = "flagged", findings.reason()
+                row = with_findings(_row(submission, assignment_id, outcome, options), findings)
                 if outcome.feedback_html is not None:
                     row.feedback = feedback_out / f"{submission.student_id}.html"
                     row.feedback.write_text(outcome.feedback_html, encoding="utf-8")

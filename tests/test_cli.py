@@ -160,3 +160,19 @@ def test_course_list_names_every_assignment(capsys, monkeypatch):
 def test_course_run_rejects_an_unknown_profile(capsys):
     with pytest.raises(SystemExit):
         course_cli.main(["run", "--profile", "fast"])
+
+
+def test_tamper_findings_decide_the_status_whatever_the_run_did():
+    """A flagged submission that then timed out stays flagged, with both reasons; a clean one keeps
+    its run's status (fast: no kernel)."""
+    from autograder import tamper
+    from autograder.grade import Row, with_findings
+
+    flagged = tamper.Findings(flags=["line 2: assigns builtins.isinstance"])
+    hung = with_findings(Row("a", "00", status="timeout", reason="the notebook ran longer than 25 s"), flagged)
+    assert (hung.status, hung.reason) == ("flagged", "line 2: assigns builtins.isinstance; then timeout: "
+                                                     "the notebook ran longer than 25 s")
+    graded = with_findings(Row("b", "00", status="graded", score=3.0), flagged)
+    assert (graded.status, graded.reason, graded.score) == ("flagged", "line 2: assigns builtins.isinstance", 3.0)
+    clean = with_findings(Row("c", "00", status="error", reason="grading crashed: x"), tamper.Findings(notes=["n"]))
+    assert (clean.status, clean.reason, clean.notes) == ("error", "grading crashed: x", ["n"])

@@ -97,6 +97,9 @@ def hostile(tmp_path_factory):
     # of each waiting out the timeout again.
     put("hanger", notebooks.answered(released, "import threading\n\nthreading.Event().wait()\n\ndef double(value):\n    return value + value\n"))
     put("crasher", notebooks.answered(released, "import os\nos._exit(1)\n"))
+    # tampers, then hangs: the tamper finding must survive the timeout (both in the reason)
+    put("tampering hanger", notebooks.answered(released, "import builtins\nbuiltins.isinstance = lambda *args: True\n"
+                                               "import threading\n\nthreading.Event().wait()\n"))
     put("hog", notebooks.answered(released, "blob = bytearray(3 * 2**30)\nfor i in range(0, len(blob), 4096):\n    blob[i] = 1\n"))
     put("noisy", notebooks.answered(released, good + "import warnings\nwarnings.warn('loud')\nprint('x' * 50_000_000)\n"))
     put("prober", notebooks.answered(released, good + PROBER.replace("BASE", str(base))))
@@ -120,7 +123,7 @@ EXPECTED = {
     "honest": ("graded", 6), "other honest": ("graded", 6), "Zoë renamed": ("graded", 6), "zipped": ("graded", 6),
     "traversal": ("invalid", 0), "truncated": ("invalid", 0), "binary": ("invalid", 0), "blank": ("graded", 0),
     "test tamperer": ("graded", 0), "hanger": ("timeout", 0), "crasher": ("error", 0), "hog": ("error", 0),
-    "noisy": ("graded", 6), "prober": ("flagged", 6), "patcher": ("flagged", 0),
+    "noisy": ("graded", 6), "prober": ("flagged", 6), "patcher": ("flagged", 0), "tampering hanger": ("flagged", 0),
 }
 
 
@@ -147,6 +150,8 @@ def test_reasons_say_what_happened(hostile):
     assert "outside the extraction folder" in rows["traversal"]["reason"]
     assert "builtins.AssertionError" in rows["patcher"]["reason"]
     assert "course files" in rows["prober"]["reason"]
+    assert "builtins.isinstance" in rows["tampering hanger"]["reason"], rows["tampering hanger"]
+    assert "then timeout" in rows["tampering hanger"]["reason"] or "then error" in rows["tampering hanger"]["reason"]
 
 
 def test_submissions_folder_is_byte_identical(hostile):
