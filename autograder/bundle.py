@@ -17,7 +17,6 @@ tree gives the same bytes.
 
 from __future__ import annotations
 
-import json
 import re
 import tomllib
 import zipfile
@@ -25,6 +24,8 @@ from importlib import metadata
 from pathlib import Path
 
 import nbformat
+import tomli_w
+import yaml
 from packaging.requirements import Requirement
 
 from course.layout import Layout
@@ -95,40 +96,30 @@ def lock_subset(lock_text: str, names: set[str]) -> str:
 
 
 def environment_subset(environment_text: str, names: set[str]) -> str:
-    """environment.yml without the pip pins of packages outside `names`."""
-    pin = re.compile(r"^\s+- ([A-Za-z0-9_.-]+)==\S+\s*$")
-    return "".join(line + "\n" for line in environment_text.splitlines()
-                   if not (match := pin.match(line)) or normal(match.group(1)) in names)
-
-
-def _key(name: str) -> str:
-    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else json.dumps(name)
-
-
-def _toml(value) -> str:
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{_key(key)} = {_toml(item)}" for key, item in value.items()) + " }"
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(item) for item in value) + "]"
-    return json.dumps(value)  # a JSON string is a valid TOML basic string
+    """environment.yml without the pip pins of packages outside `names` (its leading comments kept)."""
+    environment = yaml.safe_load(environment_text)
+    for dependency in environment["dependencies"]:
+        if isinstance(dependency, dict) and "pip" in dependency:
+            dependency["pip"] = [pin for pin in dependency["pip"]
+                                 if "==" not in pin or normal(Requirement(pin).name) in names]
+    comments = "".join(line + "\n" for line in environment_text.splitlines() if line.startswith("#"))
+    return comments + yaml.safe_dump(environment, sort_keys=False, default_flow_style=False)
 
 
 def student_pyproject(project: dict) -> str:
     """pyproject.toml of the bundle: the `course` package, its command, the student dependencies."""
     info = project["project"]
-    tables = {
+    return tomli_w.dumps({
         "build-system": project["build-system"],
         "project": {"name": f"{info['name']}-student", "version": info["version"],
                     "description": info["description"], "readme": "README.md",
                     "requires-python": info["requires-python"], "license": info["license"],
-                    "dependencies": student_requirements(project)},
-        "project.optional-dependencies": info.get("optional-dependencies", {}),
-        "project.scripts": {"course": info["scripts"]["course"]},
-        "tool.setuptools.packages.find": {"include": ["course*"]},
-        "tool.setuptools.package-data": {"course": project["tool"]["setuptools"]["package-data"]["course"]},
-    }
-    return "\n".join(f"[{table}]\n" + "".join(f"{_key(key)} = {_toml(value)}\n" for key, value in body.items())
-                     for table, body in tables.items())
+                    "dependencies": student_requirements(project),
+                    "optional-dependencies": info.get("optional-dependencies", {}),
+                    "scripts": {"course": info["scripts"]["course"]}},
+        "tool": {"setuptools": {"packages": {"find": {"include": ["course*"]}},
+                                "package-data": {"course": project["tool"]["setuptools"]["package-data"]["course"]}}},
+    })
 
 
 def shipped_files(layout: Layout) -> dict[str, Path]:
