@@ -7,7 +7,8 @@ It holds `release/` (notebooks with outputs cleared), the `course` package, a st
 `autograder/student_readme.md`). Never `source/`, `autograder/`, `nbgrader_config.py` or tests.
 
 The student's pyproject is the repository's without `autograder` and without the dependencies
-only instructors use (`INSTRUCTOR_ONLY`: testing, cluster grading, browser tests, installing with uv). The lock and
+only instructors use (`INSTRUCTOR_ONLY`: testing, cluster grading, browser tests, installing with uv, writing
+this bundle). The lock and
 environment.yml keep just the pins those dependencies need: their closure, read from the metadata
 of the installed distributions (the venv installed from the very same lock).
 
@@ -30,7 +31,7 @@ from packaging.requirements import Requirement
 
 from course.layout import Layout
 
-INSTRUCTOR_ONLY = ("nbval", "pytest", "pytest-xdist", "distributed", "psycopg2-binary", "playwright", "uv")
+INSTRUCTOR_ONLY = ("nbval", "pytest", "pytest-xdist", "distributed", "psycopg2-binary", "playwright", "uv", "tomli-w")
 # left out of requirements.lock by `make lock` (--no-emit-package; the Makefile says why), though an
 # installed package's extra asks for them: jsonschema[format-nongpl] of jupyter-events
 LEFT_OUT_OF_LOCK = ("rfc3987-syntax",)
