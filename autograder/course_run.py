@@ -9,7 +9,7 @@ summary table on the terminal. Assignments not written yet are listed as missing
 from __future__ import annotations
 
 import csv
-import html
+
 import os
 import shutil
 import subprocess
@@ -22,7 +22,7 @@ import nbformat
 
 from course import gpu, runner, syllabus
 from course.layout import Layout
-from autograder import demo, release
+from autograder import demo, pages, release
 
 
 @dataclass
@@ -166,34 +166,19 @@ def table(lines: list[Line]) -> str:
     return "\n".join(rows)
 
 
-def _links(line: Line, report: Path) -> str:
-    """Links, relative to the report, to what the line's run left: the executed notebook's HTML, the
-    kernel's own log, the demo grading's log and report."""
+def _links(line: Line, report: Path) -> list[tuple[str, str]]:
+    """(name, href relative to the report) for what the line's run left: the executed notebook's HTML,
+    the kernel's own log, the demo grading's log and report."""
     found = {"notebook": line.kernel_log and line.kernel_log.with_name(f"{line.assignment}.html"),
              "kernel log": line.kernel_log, "grading log": line.grade_log,
              "grading report": line.grade_log and line.grade_log.parent / "grading" / "report.html"}
-    return " · ".join(f'<a href="{html.escape(os.path.relpath(path, report.parent))}">{name}</a>'
-                      for name, path in found.items() if path and path.exists())
+    return [(name, os.path.relpath(path, report.parent)) for name, path in found.items() if path and path.exists()]
 
 
 def write_report(lines: list[Line], path: Path, profile: str) -> Path:
-    escape = html.escape
-    body = "".join(
-        f"<tr><td>{escape(line.assignment)}</td><td>{escape(line.status)}</td><td>{line.seconds:.1f}</td>"
-        f"<td>{line.tests_passed}/{line.tests_total}</td><td>{escape(line.solution_score or '-')}</td>"
-        f"<td>{escape(line.blank_score or '-')}</td><td>{'<br>'.join(escape(p) for p in line.problems)}</td>"
-        f"<td>{_links(line, path)}</td></tr>"
-        for line in lines)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"""<!doctype html><html><head><meta charset="utf-8"><title>Course run ({profile})</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px}}</style>
-</head><body><h1>Course run, {escape(profile)} profile</h1>
-<p>Each notebook executed end to end under the profile; the demo class graded through <code>autograder grade</code>:
-the solutions typed into the release (must get full marks) and the untouched release (must get zero).
-The kernel log holds what the notebook's kernel process wrote itself (TensorFlow's C++ log lines among
-them), which is not part of the notebook's outputs.</p>
-<table><tr><th>assignment</th><th>status</th><th>wall time (s)</th><th>tests passed</th><th>solution</th><th>blank release</th><th>problems</th><th>files</th></tr>
-{body}</table></body></html>""", encoding="utf-8")
+    path.write_text(pages.render("course_run.html", lines=lines, profile=profile,
+                                 links=[_links(line, path) for line in lines]), encoding="utf-8")
     return path
 
 

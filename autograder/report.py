@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import base64
-import html
 import io
 from pathlib import Path
 
+from autograder import pages
 from autograder.grade import ClassResult
 
 
@@ -52,18 +52,7 @@ def _histogram_png(result: ClassResult) -> str:
 
 def write_html(result: ClassResult, path: Path | None = None) -> Path:
     path = path or result.out / "report.html"
-    escape = html.escape
-    rows = "".join(
-        f"<tr><td>{escape(row.student_id)}</td><td>{escape(row.status)}</td><td>{row.score:g} / {row.max_score:g}</td>"
-        f"<td>{row.seconds:g}</td><td>{escape(row.reason)}</td></tr>"
-        for row in sorted(result.rows, key=lambda r: r.student_id))
-    rates = "".join(f"<tr><td>{escape(cell)}</td><td>{rate:.0%}</td></tr>" for cell, rate in pass_rates(result).items())
-    body = f"""<!doctype html><html><head><meta charset="utf-8"><title>{escape(result.assignment)} grades</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px}}</style>
-</head><body><h1>{escape(result.assignment)}: grading report</h1>
-<img alt="score histogram" src="data:image/png;base64,{_histogram_png(result)}">
-<h2>Submissions</h2><table><tr><th>student</th><th>status</th><th>score</th><th>seconds</th><th>reason</th></tr>{rows}</table>
-<h2>Pass rate of every test</h2><table><tr><th>test cell</th><th>students with points</th></tr>{rates}</table>
-</body></html>"""
-    path.write_text(body, encoding="utf-8")
+    path.write_text(pages.render("grading_report.html", result=result, histogram=_histogram_png(result),
+                                 rows=sorted(result.rows, key=lambda row: row.student_id),
+                                 rates=pass_rates(result)), encoding="utf-8")
     return path

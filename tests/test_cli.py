@@ -176,3 +176,17 @@ def test_tamper_findings_decide_the_status_whatever_the_run_did():
     assert (graded.status, graded.reason, graded.score) == ("flagged", "line 2: assigns builtins.isinstance", 3.0)
     clean = with_findings(Row("c", "00", status="error", reason="grading crashed: x"), tamper.Findings(notes=["n"]))
     assert (clean.status, clean.reason, clean.notes) == ("error", "grading crashed: x", ["n"])
+
+
+def test_grading_report_escapes_every_value_and_shows_each_row(tmp_path):
+    from autograder import report
+    from autograder.grade import ClassResult, Row
+
+    rows = [Row("<b>mallory</b>", "00", score=1.5, max_score=3, status="flagged",
+                reason="line 1: assigns builtins.len & <script>", cells={"test_a": 1.5}),
+            Row("alice", "00", score=3, max_score=3, cells={"test_a": 3.0})]
+    page = report.write_html(ClassResult("00", rows, ["test_a"], 3.0, tmp_path)).read_text(encoding="utf-8")
+    assert "<b>mallory" not in page and "&lt;b&gt;mallory&lt;/b&gt;" in page
+    assert "&amp; &lt;script&gt;" in page and "<script>" not in page
+    assert "<td>1.5 / 3</td>" in page and "<td>test_a</td><td>100%</td>" in page
+    assert page.startswith("<!doctype html>") and "border-collapse" in page
