@@ -190,3 +190,30 @@ def test_grading_report_escapes_every_value_and_shows_each_row(tmp_path):
     assert "&amp; &lt;script&gt;" in page and "<script>" not in page
     assert "<td>1.5 / 3</td>" in page and "<td>test_a</td><td>100%</td>" in page
     assert page.startswith("<!doctype html>") and "border-collapse" in page
+
+
+def test_inject_profile_puts_the_profile_after_the_parameters_cell_and_drops_a_students_own(tmp_path):
+    """Fast: the preprocessor alone on a notebook whose student tagged a cell `injected-parameters`
+    before the parameters cell (papermill alone would replace that cell in place)."""
+    import nbformat
+
+    from autograder.preprocessors import InjectProfile
+    from course import syllabus
+
+    assignment_id = "00_gpu_setup"
+    profile = syllabus.get(assignment_id).parameters("grade")
+    trap = nbformat.v4.new_code_cell("REPEATS = 10**9")
+    trap.metadata["tags"] = ["injected-parameters"]
+    parameters = nbformat.v4.new_code_cell("REPEATS = 10**9\nMATMUL_SIZE = 10**5")
+    parameters.metadata["tags"] = ["parameters"]
+    notebook = nbformat.v4.new_notebook(cells=[trap, nbformat.v4.new_markdown_cell("text"), parameters,
+                                               nbformat.v4.new_code_cell("print(REPEATS)")])
+    notebook.metadata["kernelspec"] = {"name": "tf-course", "language": "python", "display_name": "x"}
+    done, _ = InjectProfile(profile="grade").preprocess(notebook, {"nbgrader": {"assignment": assignment_id}})
+    tags = [cell.metadata.get("tags", []) for cell in done.cells]
+    assert tags == [[], ["parameters"], ["injected-parameters"], []], tags
+    injected = done.cells[2].source
+    assert "profile: grade" in injected
+    namespace: dict = {}
+    exec(done.cells[1].source + "\n" + injected, namespace)
+    assert {name: namespace[name] for name in profile} == profile

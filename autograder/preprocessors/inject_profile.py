@@ -1,15 +1,17 @@
 """Inject a profile's parameters over whatever the student left in the parameters cell.
 
-The same thing papermill does for `make run`: a cell tagged `injected-parameters` goes right after
-the cell tagged `parameters`. Students can change their parameters cell while they work; grading
-always runs with the profile's sizes and seeds, so they can neither slow grading down nor change
-what it measures.
+The same thing papermill does for `make run`, with papermill's own `parameterize_notebook`: a cell
+tagged `injected-parameters` goes right after the cell tagged `parameters`. Students can change
+their parameters cell while they work; grading always runs with the profile's sizes and seeds, so
+they can neither slow grading down nor change what it measures. Any cell a student tagged
+`injected-parameters` is dropped first: papermill would replace such a cell where it stands (before
+the parameters cell, say, whose values would then win).
 """
 
 from __future__ import annotations
 
-import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
+from papermill.parameterize import parameterize_notebook
 from traitlets import Bool, Unicode
 
 from course import syllabus
@@ -31,23 +33,10 @@ class InjectProfile(NbGraderPreprocessor):
             return nb, resources
         nb.cells = [cell for cell in nb.cells if TAG not in cell.get("metadata", {}).get("tags", [])]
         if parameters:
-            position = parameters_position(nb)
-            nb.cells.insert(position, injected_cell(parameters, self.profile))
+            # what papermill's execute_notebook prepares before it parameterizes (prepare_notebook_metadata)
+            for cell in nb.cells:
+                cell.metadata.setdefault("tags", [])
+            nb.metadata.setdefault("papermill", {})
+            nb = parameterize_notebook(nb, parameters, comment=f"Parameters injected by the autograder "
+                                                               f"(profile: {self.profile})")
         return nb, resources
-
-
-def parameters_position(nb) -> int:
-    """Index right after the first cell tagged `parameters` (0 when there is none)."""
-    for index, cell in enumerate(nb.cells):
-        if "parameters" in cell.get("metadata", {}).get("tags", []):
-            return index + 1
-    return 0
-
-
-def injected_cell(parameters: dict, profile: str):
-    lines = [f"# Parameters injected by the autograder (profile: {profile})"]
-    lines += [f"{name} = {value!r}" for name, value in parameters.items()]
-    cell = nbformat.v4.new_code_cell("\n".join(lines))
-    cell.metadata["tags"] = [TAG]
-    cell.id = TAG
-    return cell
