@@ -309,3 +309,34 @@ def test_checks_give_each_group_its_share_and_name_what_failed(capsys):
     with pytest.raises(KeyboardInterrupt):
         with grading.Checks("x", points=1).group("interrupted"):
             raise KeyboardInterrupt
+
+
+def test_calibration_helpers_give_onnx_runtime_answers(tmp_path):
+    """course.calibration (05_tf_trt's INT8 reference): ORT's calibraters, compute_scale_zp and QDQ on arrays."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+
+    from course import calibration
+
+    values = np.array([[-1.5, 0.25], [3.0, 0.5]], dtype=np.float32)
+    assert calibration.ort_range(values, "minmax", symmetric=False) == (-1.5, 3.0)
+    assert calibration.ort_range(values, "minmax", symmetric=True) == (-3.0, 3.0)
+    scale, zero_point = calibration.ort_scale_zero_point(-1.5, 3.0, symmetric=False)
+    assert zero_point == -43 and abs(scale - 4.5 / 255) < 1e-8
+    assert calibration.ort_scale_zero_point(-1.5, 3.0, symmetric=True) == (float(np.float32(6 / 254)), 0)
+    restored = calibration.ort_quantize_dequantize(values, scale, zero_point)
+    assert restored.dtype == np.float32 and np.max(np.abs(restored - values)) <= scale / 2 + 1e-7
+    gaussian = np.random.default_rng(0).normal(0, 1, 5000).astype(np.float32)
+    low, high = calibration.ort_range(gaussian, "entropy", num_bins=256)
+    assert gaussian.min() <= low < 0 < high <= gaussian.max()
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["hidden"]), helper.make_node("Neg", ["hidden"], ["y"])],
+                              "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "relu.onnx")
+    batches = [np.array([[-1.0, 2.0, 0.5]], np.float32), np.array([[3.0, -4.0, 1.0]], np.float32)]
+    seen = calibration.tensor_activations(tmp_path / "relu.onnx", batches)
+    assert set(seen) == {"x", "hidden", "y"}
+    assert np.array_equal(seen["hidden"], np.maximum(np.concatenate(batches), 0))
