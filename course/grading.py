@@ -16,7 +16,7 @@ grade (`nbgrader.utils.determine_grade` takes a code cell's numeric `execute_res
 The score is the cell's points times the share of groups (by weight) that passed, so the student's
 copy, which has no hidden groups, shows full points for a correct answer, and the graded copy
 counts every group. A failed group never raises: it prints its name and the failure (expected vs
-got) and costs its share only. The cell still fails as a whole when nothing passed.
+got) and costs its share only; a cell where no group passed scores 0 (and fails nbgrader's Validate).
 
 A test that compares a student's function with the library object it re-implements (a
 `ConvLSTM2D` step, `MultiSegmentPacker`) computes the expected value with that object first, then
