@@ -16,7 +16,9 @@ grade (`nbgrader.utils.determine_grade` takes a code cell's numeric `execute_res
 The score is the cell's points times the share of groups (by weight) that passed, so the student's
 copy, which has no hidden groups, shows full points for a correct answer, and the graded copy
 counts every group. A failed group never raises: it prints its name and the failure (expected vs
-got) and costs its share only; a cell where no group passed scores 0 (and fails nbgrader's Validate).
+got) and costs its share only. When no group passed, `score()` raises instead, naming the first failure: the
+cell gets 0 either way (nbgrader scores an error 0), and an unsolved exercise stops "Run All" at
+its test cell, as an all-or-nothing test does.
 
 A test that compares a student's function with the library object it re-implements (a
 `ConvLSTM2D` step, `MultiSegmentPacker`) computes the expected value with that object first, then
@@ -63,7 +65,8 @@ class Checks:
             self.results.append((name, float(weight), None))
 
     def score(self) -> float:
-        """Print one line (and one per failed group), return the points earned."""
+        """Print one line per failed group, then return the points earned with one line, or raise
+        AssertionError when no group passed."""
         if not self.results:
             raise RuntimeError(f"{self.exercise}: no group of checks ran")
         total = sum(weight for _, weight, _ in self.results)
@@ -73,6 +76,10 @@ class Checks:
         for name, failure in failed:
             print(f"  FAILED {name}: " + failure.replace("\n", "\n      "))
         count = len(self.results)
+        if earned == 0:
+            name, failure = failed[0]
+            raise AssertionError(f"{self.exercise}: no group of checks passed (0 of {self.points:g} points); "
+                                 f"first failure, {name}: {failure}")
         if failed:
             print(f"{self.exercise}: {count - len(failed)} of {count} groups of checks passed, "
                   f"{earned:g} of {self.points:g} points")

@@ -113,9 +113,10 @@ def test_calling_the_reimplemented_object_earns_nothing(namespace, assignment_id
     exec(cheat, cheating)
     try:
         score = run_test_cell(cells[test_id], cheating)
-    except grading.Hidden:
+    except (grading.Hidden, AssertionError) as error:  # a Checks cell raises when no group passed
+        assert "is hidden while the test runs your function" in str(error), error
         score = 0.0
-    else:
+    if cheating.get("checks") is not namespace.get("checks"):  # this test cell scored groups of checks
         failures = [failure for _, _, failure in cheating["checks"].results]
         assert all(failure and "is hidden while the test runs your function" in failure for failure in failures), failures
     assert score == 0.0, f"calling the re-implemented object scored {score}"
