@@ -61,21 +61,27 @@ class Workspace:
     def db_url(self) -> str:
         return self.db or f"sqlite:///{self.root / 'gradebook.db'}"
 
+    def _path(self, step: str, student_id: str = ".") -> Path:
+        """Where nbgrader keeps `step` (its `<step>_directory` setting) for a student, as nbgrader
+        itself formats it (`CourseDirectory.format_path`); "." is the student of source/ and release/."""
+        coursedir = CourseDirectory(config=self.config())
+        return Path(coursedir.format_path(getattr(coursedir, f"{step}_directory"), student_id, self.assignment_id))
+
     def submitted_dir(self, student_id: str) -> Path:
-        return self.root / "submitted" / student_id / self.assignment_id
+        return self._path("submitted", student_id)
 
     def autograded_dir(self, student_id: str) -> Path:
-        return self.root / "autograded" / student_id / self.assignment_id
+        return self._path("autograded", student_id)
 
     def feedback_dir(self, student_id: str) -> Path:
-        return self.root / "feedback" / student_id / self.assignment_id
+        return self._path("feedback", student_id)
 
     def release_dir(self) -> Path:
-        return self.root / "release" / self.assignment_id
+        return self._path("release")
 
     def create(self, source_assignment: Path) -> None:
         """Copy the assignment source in and generate it (gradebook + release) with nbgrader."""
-        target = self.root / "source" / self.assignment_id
+        target = self._path("source")
         if target.exists():
             shutil.rmtree(target)
         target.parent.mkdir(parents=True, exist_ok=True)
