@@ -33,6 +33,7 @@ $(STAMP): $(LOCK) pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation --config-settings editable_mode=compat -e .
 	$(BIN)/uv pip check --quiet --python $(BIN)/python
 	$(BIN)/python -c "from course import kernel; kernel.install()"
+	$(BIN)/python -c "from autograder.nbgrader_setup import kernelspec; kernelspec.install()"
 	@touch $@
 
 run: $(STAMP)

@@ -1,10 +1,10 @@
 """nbgrader configuration of the course. The repository root is the nbgrader course directory.
 
-Everything is set by `autograder.config.configure`, the same function the `autograder` command
+Everything is set by `autograder.nbgrader_setup.config.configure`, the same function the `autograder` command
 uses, so `nbgrader generate_assignment` or `nbgrader autograde` run by hand behave the same way.
 """
 
-from autograder.config import configure
+from autograder.nbgrader_setup.config import configure
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
 configure(c)

@@ -9,21 +9,19 @@ from pathlib import Path
 
 from course import syllabus
 from course.layout import CourseRootNotFound, Layout
-from autograder.grade import GradingError
+from autograder.grading.pipeline import GradingError
 
 
 def _grade(args) -> int:
-    from autograder import export, report, sandbox
-    from autograder.grade import Options, grade_class
+    from autograder.execution import sandbox
+    from autograder.grading import export, report
+    from autograder.grading.pipeline import Options, grade_class
 
     layout = Layout.find()
-    if args.sandbox:
-        os.environ[sandbox.ENV_MODE] = args.sandbox
     try:  # said once here, before any work; grade_class hands the same decision to every job
-        os.environ[sandbox.ENV_MODE] = sandbox.mode()
+        print(sandbox.describe(args.sandbox))
     except sandbox.SandboxUnavailable as error:
         raise GradingError(str(error)) from None
-    print(sandbox.describe())
     syllabus.get(args.assignment)
     out = Path(args.out) if args.out else layout.build / "grading" / args.assignment
     submissions = Path(args.submissions).resolve()
@@ -33,7 +31,9 @@ def _grade(args) -> int:
         raise GradingError("--workers sets the local workers; with --scheduler the cluster's workers run the notebooks")
     options = Options(profile=args.profile, workers=args.workers or os.cpu_count() or 1, timeout=args.timeout,
                       memory_limit_gb=args.memory_limit, force=args.force, scheduler=args.scheduler,
-                      db_url=args.db, kernels=args.kernels)
+                      db_url=args.db, sandbox=args.sandbox,
+                      limits=sandbox.Limits(disk_bytes=int(args.disk_limit * 2**30), tasks=args.task_limit,
+                                            cpu_seconds=int(args.cpu_limit)))
     result = grade_class(args.assignment, layout.source / args.assignment, submissions, out, options=options)
     csv_path = export.write_csv(result)
     html_path = report.write_html(result)
@@ -43,7 +43,7 @@ def _grade(args) -> int:
 
 
 def _release(args) -> int:
-    from autograder import release
+    from autograder.authoring import release
 
     layout = Layout.find()
     if args.check:
@@ -58,7 +58,7 @@ def _release(args) -> int:
 
 
 def _demo_class(args) -> int:
-    from autograder import demo
+    from autograder.authoring import demo
 
     layout = Layout.find()
     written = demo.write_class(layout.source_notebook(args.assignment), layout.release_notebook(args.assignment),
@@ -69,7 +69,7 @@ def _demo_class(args) -> int:
 
 
 def _course_run(args) -> int:
-    from autograder import course_run
+    from autograder.authoring import course_run
 
     layout = Layout.find()
     lines = course_run.run(layout, args.profile)
@@ -80,7 +80,7 @@ def _course_run(args) -> int:
 
 
 def _student_bundle(args) -> int:
-    from autograder import bundle
+    from autograder.authoring import bundle
 
     layout = Layout.find()
     out = Path(args.out) if args.out else layout.build / "student-bundle.zip"
@@ -120,12 +120,17 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--memory-limit", type=_positive(float), default=6.0, metavar="GB",
                        help="resident memory of a notebook's kernel, in GB (default 6)")
     grade.add_argument("--force", action="store_true", help="re-grade submissions already graded with the same content")
-    grade.add_argument("--sandbox", choices=("auto", "bwrap", "none"),
-                       help="run kernels under bubblewrap (default auto: bwrap when it works, else none, said so)")
-    grade.add_argument("--kernels", choices=("auto", "warm", "cold"), default="auto",
-                       help="warm: each local worker forks its kernels from a process that imported the notebook's "
-                            "packages once; cold: every kernel starts from scratch; auto (default): warm, but cold "
-                            "under the gpu profile")
+    grade.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto",
+                       help="a bubblewrap sandbox for every kernel (default auto: bwrap when it works, else none, "
+                            "said so)")
+    grade.add_argument("--disk-limit", type=_positive(float), default=1.0, metavar="GB",
+                       help="size of each kernel sandbox's /tmp (its working folder) and /dev/shm, and its largest "
+                            "file, in GB (default 1)")
+    grade.add_argument("--task-limit", type=_positive(int), default=1024, metavar="N",
+                       help="processes and threads of a notebook's worker and kernel (default 1024)")
+    grade.add_argument("--cpu-limit", type=float, default=0.0, metavar="SECONDS",
+                       help="CPU seconds per process of a kernel's sandbox (default 0: none; the wall clock "
+                            "bounds it anyway)")
     grade.add_argument("--scheduler", metavar="ADDRESS",
                        help="run the notebooks on a dask.distributed cluster, e.g. tcp://head-node:8786")
     grade.add_argument("--db", metavar="URL",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import demo, release
-from autograder.grade import Options, grade_class
+from autograder.authoring import demo, release
+from autograder.grading.pipeline import Options, grade_class
 from course.layout import Layout
 from tests import notebooks
 from tests.test_notebooks import nbgrader_meta, released, source
@@ -22,7 +22,7 @@ LAYOUT = Layout(Path(__file__).resolve().parent.parent)
 def test_solution_full_marks_blank_zero_feedback_without_hidden_tests(assignment_id, tmp_path):
     demo.write_class(LAYOUT.source_notebook(assignment_id), LAYOUT.release_notebook(assignment_id), tmp_path / "class")
     result = grade_class(assignment_id, LAYOUT.source / assignment_id, tmp_path / "class", tmp_path / "out",
-                         options=Options(workers=1))  # one kernel server, two kernels: xdist runs the rest
+                         options=Options(workers=1))  # one worker: xdist runs the rest
     rows = {row.student_id: row for row in result.rows}
     solution, blank = rows["solution"], rows["blank"]
     lost = {cell: score for cell, score in solution.cells.items() if score == 0}

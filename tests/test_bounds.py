@@ -7,7 +7,7 @@ import time
 
 import psutil
 
-from autograder.bounds import run_bounded
+from autograder.execution.bounds import run_bounded
 
 SPAWN_SLEEPER = ("import subprocess, sys, time\n"
                  "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True)\n"
@@ -50,3 +50,17 @@ def test_a_quick_command_is_left_alone(tmp_path):
                           timeout=30, memory_bytes=2**34, stderr_path=str(tmp_path / "err"))
     assert (outcome.returncode, outcome.timed_out, outcome.memory_exceeded) == (3, False, False)
     assert outcome.stderr_tail == "hello"
+
+
+def test_task_bound_counts_processes_and_threads(tmp_path):
+    """More processes and threads than `tasks` in the tree: killed, said so (the sandbox's RLIMIT_NPROC
+    does not hold for a grader running as root)."""
+    spawner = ("import subprocess, sys, threading, time\n"
+               "threads = [threading.Thread(target=time.sleep, args=(60,), daemon=True) for _ in range(8)]\n"
+               "[thread.start() for thread in threads]\n"
+               "children = [subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']) for _ in range(8)]\n"
+               "time.sleep(60)\n")
+    outcome = run_bounded([sys.executable, "-c", spawner], timeout=60, memory_bytes=2**34, tasks=12)
+    assert outcome.tasks_exceeded and not outcome.timed_out and not outcome.memory_exceeded
+    quiet = run_bounded([sys.executable, "-c", "import time; time.sleep(0.5)"], timeout=60, memory_bytes=2**34, tasks=12)
+    assert not quiet.tasks_exceeded and quiet.returncode == 0

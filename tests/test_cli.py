@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 from autograder import cli as autograder_cli
-from autograder.grade import Options
+from autograder.grading.pipeline import Options
 from course import cli as course_cli
 from tests import notebooks
 
@@ -28,15 +28,8 @@ def _env(**extra):
     return env
 
 
-@pytest.fixture(autouse=True)
-def _sandbox_mode_restored(monkeypatch):
-    """`autograder grade` records its sandbox decision in the environment: undo it after each test."""
-    from autograder import sandbox
-    monkeypatch.delenv(sandbox.ENV_MODE, raising=False)
-
-
 def test_a_demanded_sandbox_that_cannot_start_exits_2(monkeypatch, tmp_path, capsys):
-    from autograder import sandbox
+    from autograder.execution import sandbox
     monkeypatch.setattr(sandbox, "probe", lambda: "bwrap cannot create namespaces here: denied")
     monkeypatch.setenv("COURSE_ROOT", str(tmp_path))
     assert autograder_cli.main(["grade", "00_gpu_setup", "--submissions", str(tmp_path), "--sandbox", "bwrap"]) == 2
@@ -51,11 +44,11 @@ def graded_with(monkeypatch, tmp_path):
     def fake_grade_class(assignment, source_dir, submissions, out, *, options):
         seen.update(assignment=assignment, source_dir=source_dir, submissions=submissions, out=out,
                     options=options)
-        from autograder.grade import ClassResult
+        from autograder.grading.results import ClassResult
         return ClassResult(assignment, [], [], 0.0, out)
 
-    import autograder.grade
-    monkeypatch.setattr(autograder.grade, "grade_class", fake_grade_class)
+    import autograder.grading.pipeline
+    monkeypatch.setattr(autograder.grading.pipeline, "grade_class", fake_grade_class)
     monkeypatch.setenv("COURSE_ROOT", str(tmp_path))
 
     def run(*args: str) -> dict:
@@ -88,12 +81,16 @@ def test_local_workers_and_a_scheduler_together_are_refused(graded_with, capsys)
     assert "--workers" in capsys.readouterr().err
 
 
-def test_cold_kernels_reach_the_library(graded_with):
-    assert graded_with("--kernels", "cold")["options"].kernels == "cold"
+def test_the_sandbox_and_its_limits_reach_the_library(graded_with):
+    from autograder.execution.sandbox import Limits
+
+    options = graded_with("--sandbox", "none", "--disk-limit", "0.5", "--task-limit", "64", "--cpu-limit", "90")["options"]
+    assert (options.sandbox, options.limits) == ("none", Limits(disk_bytes=2**29, tasks=64, cpu_seconds=90))
+    assert graded_with()["options"].limits == Limits(disk_bytes=2**30), "the defaults are the library's"
 
 
 @pytest.mark.parametrize("flag, value", [("--workers", "0"), ("--timeout", "-1"), ("--memory-limit", "lots"),
-                                         ("--kernels", "lukewarm")])
+                                         ("--sandbox", "chroot"), ("--task-limit", "0")])
 def test_unusable_options_are_refused(flag, value, capsys):
     with pytest.raises(SystemExit) as stop:
         autograder_cli.parser().parse_args(["grade", "00_gpu_setup", "--submissions", "s", flag, value])
@@ -160,60 +157,3 @@ def test_course_list_names_every_assignment(capsys, monkeypatch):
 def test_course_run_rejects_an_unknown_profile(capsys):
     with pytest.raises(SystemExit):
         course_cli.main(["run", "--profile", "fast"])
-
-
-def test_tamper_findings_decide_the_status_whatever_the_run_did():
-    """A flagged submission that then timed out stays flagged, with both reasons; a clean one keeps
-    its run's status (fast: no kernel)."""
-    from autograder import tamper
-    from autograder.grade import Row, with_findings
-
-    flagged = tamper.Findings(flags=["line 2: assigns builtins.isinstance"])
-    hung = with_findings(Row("a", "00", status="timeout", reason="the notebook ran longer than 25 s"), flagged)
-    assert (hung.status, hung.reason) == ("flagged", "line 2: assigns builtins.isinstance; then timeout: "
-                                                     "the notebook ran longer than 25 s")
-    graded = with_findings(Row("b", "00", status="graded", score=3.0), flagged)
-    assert (graded.status, graded.reason, graded.score) == ("flagged", "line 2: assigns builtins.isinstance", 3.0)
-    clean = with_findings(Row("c", "00", status="error", reason="grading crashed: x"), tamper.Findings(notes=["n"]))
-    assert (clean.status, clean.reason, clean.notes) == ("error", "grading crashed: x", ["n"])
-
-
-def test_grading_report_escapes_every_value_and_shows_each_row(tmp_path):
-    from autograder import report
-    from autograder.grade import ClassResult, Row
-
-    rows = [Row("<b>mallory</b>", "00", score=1.5, max_score=3, status="flagged",
-                reason="line 1: assigns builtins.len & <script>", cells={"test_a": 1.5}),
-            Row("alice", "00", score=3, max_score=3, cells={"test_a": 3.0})]
-    page = report.write_html(ClassResult("00", rows, ["test_a"], 3.0, tmp_path)).read_text(encoding="utf-8")
-    assert "<b>mallory" not in page and "&lt;b&gt;mallory&lt;/b&gt;" in page
-    assert "&amp; &lt;script&gt;" in page and "<script>" not in page
-    assert "<td>1.5 / 3</td>" in page and "<td>test_a</td><td>100%</td>" in page
-    assert page.startswith("<!doctype html>") and "border-collapse" in page
-
-
-def test_inject_profile_puts_the_profile_after_the_parameters_cell_and_drops_a_students_own(tmp_path):
-    """Fast: the preprocessor alone on a notebook whose student tagged a cell `injected-parameters`
-    before the parameters cell (papermill alone would replace that cell in place)."""
-    import nbformat
-
-    from autograder.preprocessors import InjectProfile
-    from course import syllabus
-
-    assignment_id = "00_gpu_setup"
-    profile = syllabus.get(assignment_id).parameters("grade")
-    trap = nbformat.v4.new_code_cell("REPEATS = 10**9")
-    trap.metadata["tags"] = ["injected-parameters"]
-    parameters = nbformat.v4.new_code_cell("REPEATS = 10**9\nMATMUL_SIZE = 10**5")
-    parameters.metadata["tags"] = ["parameters"]
-    notebook = nbformat.v4.new_notebook(cells=[trap, nbformat.v4.new_markdown_cell("text"), parameters,
-                                               nbformat.v4.new_code_cell("print(REPEATS)")])
-    notebook.metadata["kernelspec"] = {"name": "tf-course", "language": "python", "display_name": "x"}
-    done, _ = InjectProfile(profile="grade").preprocess(notebook, {"nbgrader": {"assignment": assignment_id}})
-    tags = [cell.metadata.get("tags", []) for cell in done.cells]
-    assert tags == [[], ["parameters"], ["injected-parameters"], []], tags
-    injected = done.cells[2].source
-    assert "profile: grade" in injected
-    namespace: dict = {}
-    exec(done.cells[1].source + "\n" + injected, namespace)
-    assert {name: namespace[name] for name in profile} == profile

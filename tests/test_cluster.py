@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder import demo, export
-from autograder.config import COURSE_ID
-from autograder.grade import GradingError, Options, grade_class, safe_id
+from autograder.authoring import demo
+from autograder.grading import export
+from autograder.nbgrader_setup.config import COURSE_ID
+from autograder.grading.cache import safe_id
+from autograder.grading.pipeline import GradingError, Options, grade_class
 from tests import notebooks, servers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -203,7 +205,7 @@ def test_a_gpu_worker_gives_its_kernels_its_own_gpu_only(cluster):
     """The worker with the (fake) GPU resource hands CUDA_VISIBLE_DEVICES to its jobs; the other none."""
     from distributed import Client, get_worker
 
-    from autograder import executors
+    from autograder.execution import executors
 
     def devices():
         return executors._gpu_devices_of(get_worker())

@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 from nbformat import v4
 
-from autograder import course_run
+from autograder.authoring import course_run
 from course import kernel, runner
 from course.layout import Layout
 

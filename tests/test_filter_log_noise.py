@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from autograder.preprocessors.filter_log_noise import DEFAULT_PATTERNS, filter_text
+from autograder.nbgrader_setup.preprocessors.filter_log_noise import DEFAULT_PATTERNS, filter_text
 
 PATTERNS = [re.compile(pattern) for pattern in DEFAULT_PATTERNS]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import executors, jobs
+from autograder.execution import executors, jobs
 from course import gpu
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,14 +76,15 @@ def test_exact_float32_turns_tf32_off_and_restores_it():
     tf.config.experimental.enable_tensor_float_32_execution(True)
 
 
-def test_the_gpu_runner_grades_the_demo_class_with_the_gpu_profile_and_cold_kernels(tmp_path):
-    from autograder import cli, course_run
+def test_the_gpu_runner_grades_the_demo_class_with_the_gpu_profile(tmp_path):
+    from autograder import cli
+    from autograder.authoring import course_run
 
     command = course_run.grade_command("02_convlstm", tmp_path, "gpu")
     options = cli.parser().parse_args(command[command.index("grade"):])
-    assert (options.profile, options.kernels) == ("gpu", "cold")
+    assert (options.profile, options.sandbox) == ("gpu", "auto")
     options = cli.parser().parse_args(course_run.grade_command("02_convlstm", tmp_path, "ci")[3:])
-    assert (options.profile, options.kernels) == ("grade", "auto"), "make run grades with the grade profile"
+    assert options.profile == "grade", "make run grades with the grade profile"
 
 
 def test_a_gpu_only_cell_that_skipped_is_found_and_other_skips_are_not(tmp_path, capsys, monkeypatch):
@@ -106,20 +107,19 @@ def test_a_gpu_only_cell_that_skipped_is_found_and_other_skips_are_not(tmp_path,
 
 
 def test_gpu_check_lists_its_items_and_fails_without_a_driver(monkeypatch):
-    """On this CPU machine the driver item must FAIL (never pass by skipping); warm kernels say OFF."""
+    """On this CPU machine the driver item must FAIL (never pass by skipping)."""
     import subprocess
     import sys
 
     script = ROOT / "scripts" / "gpu-check"
     listed = subprocess.run([sys.executable, script, "--list"], capture_output=True, text=True, timeout=60)
-    assert listed.stdout.split() == ["driver", "memory", "xla", "onnxruntime", "sandbox", "warm", "tf32"]
+    assert listed.stdout.split() == ["driver", "memory", "xla", "onnxruntime", "sandbox", "tf32"]
     env = dict(os.environ, PATH="/usr/bin:/bin")  # no nvidia-smi here, as on every CPU machine
-    done = subprocess.run([sys.executable, script, "driver", "warm"], capture_output=True, text=True, timeout=120,
+    done = subprocess.run([sys.executable, script, "driver"], capture_output=True, text=True, timeout=120,
                           env=env)
     lines = done.stdout.splitlines()
     assert done.returncode == 1, done.stdout + done.stderr
     assert lines[0].startswith("FAIL  driver") and "nvidia-smi is not on PATH" in lines[0], lines
-    assert lines[1].startswith("OFF   warm"), lines
     unknown = subprocess.run([sys.executable, script, "nonsense"], capture_output=True, text=True, timeout=60)
     assert unknown.returncode == 2 and "the items: driver" in unknown.stderr
 

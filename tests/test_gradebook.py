@@ -1,4 +1,4 @@
-"""A new gradebook made in-process (`autograder.gradebook.create_tables`) is the one nbgrader makes."""
+"""A new gradebook made in-process (`autograder.nbgrader_setup.gradebook.create_tables`) is the one nbgrader makes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import nbformat
 import nbgrader.api
 import sqlalchemy
 
-from autograder.gradebook import create_tables
-from autograder.workspace import tools_on_path
+from autograder.nbgrader_setup.gradebook import create_tables
+from autograder.nbgrader_setup.workspace import tools_on_path
 from tests import notebooks
 
 

@@ -8,8 +8,9 @@ import csv
 import nbformat
 import pytest
 
-from autograder import demo, export
-from autograder.grade import Options, grade_class
+from autograder.authoring import demo
+from autograder.grading import export
+from autograder.grading.pipeline import Options, grade_class
 from tests import notebooks
 
 pytestmark = pytest.mark.grading

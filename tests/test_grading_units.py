@@ -7,8 +7,8 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from autograder import tamper
-from autograder.preprocessors import HideHiddenTests, LimitOutputSize
+from autograder.grading import tamper
+from autograder.nbgrader_setup.preprocessors import HideHiddenTests, LimitOutputSize
 
 
 @pytest.mark.parametrize("code, found", [
@@ -19,7 +19,7 @@ from autograder.preprocessors import HideHiddenTests, LimitOutputSize
     ("import numpy\nsetattr(numpy, 'allclose', print)", "setattr() on numpy"),
     ("import os\ndel os.environ", "assigns to os.environ"),
     ("open('../../gradebook.db').read()", "touches course files"),
-    ("path = 'x/site-packages/autograder/grade.py'", "touches course files"),
+    ("path = 'x/site-packages/autograder/grading/pipeline.py'", "touches course files"),
 ])
 def test_scan_code_flags_what_reaches_outside_the_exercise(code, found):
     problems = tamper.scan_code(code)
@@ -79,3 +79,90 @@ def test_hide_hidden_tests_cuts_test_cells_only_and_shortens_their_tracebacks():
     assert "secret" not in test.source and "checks.score()" in test.source
     assert test.outputs[0]["traceback"] == ["AssertionError: expected 3, got 2"]
     assert own.source == hidden
+
+
+def test_the_status_is_decided_in_one_place_from_the_run_and_the_tamper_findings():
+    """autograder.grading.status.decide (fast: no kernel): each run outcome gives its status and whether the
+    row keeps nbgrader's points; a tamper finding wins over all of them and keeps the run's reason."""
+    from autograder.grading import tamper
+    from autograder.execution.jobs import Outcome
+    from autograder.execution.protocol import WorkerResult
+    from autograder.grading.status import Status, decide
+
+    clean, flagged = tamper.Findings(notes=["n"]), tamper.Findings(flags=["line 2: assigns builtins.isinstance"])
+    cases = [
+        (Outcome(3.0, result=WorkerResult(score=2, max_score=3)), Status.GRADED, "", True),
+        (Outcome(30.0, timed_out=True), Status.TIMEOUT, "the notebook ran longer than 25 s", False),
+        (Outcome(9.0, memory_exceeded=True), Status.ERROR, "memory limit exceeded: more than 1.5 GB", False),
+        (Outcome(4.0, tasks_exceeded=True), Status.ERROR, "process limit exceeded: more than 64 processes", False),
+        (Outcome(1.0, crash="Killed"), Status.ERROR, "grading crashed: Killed", False),
+        (Outcome(2.0, result=WorkerResult(nbgrader_failure="cell 3: SyntaxError")), Status.ERROR,
+         "cell 3: SyntaxError", False),
+        (Outcome(2.0, result=WorkerResult(timed_out_cell="abc")), Status.TIMEOUT, "cell abc ran past the time limit", False),
+    ]
+    for outcome, status, reason, keeps in cases:
+        decision = decide(outcome, clean, 25, 1.5, 64)
+        assert (decision.status, decision.keeps_points) == (status, keeps) and decision.reason.startswith(reason), decision
+        tampered = decide(outcome, flagged, 25, 1.5, 64)
+        assert tampered.status == Status.FLAGGED and tampered.keeps_points == keeps, tampered
+        expected = "line 2: assigns builtins.isinstance" + ("" if keeps else f"; then {status}: {decision.reason}")
+        assert tampered.reason == expected, tampered
+
+
+def test_grading_report_escapes_every_value_and_shows_each_row(tmp_path):
+    from autograder.grading import report
+    from autograder.grading.results import ClassResult, Row
+
+    rows = [Row("<b>mallory</b>", "00", score=1.5, max_score=3, status="flagged",
+                reason="line 1: assigns builtins.len & <script>", cells={"test_a": 1.5}),
+            Row("alice", "00", score=3, max_score=3, cells={"test_a": 3.0})]
+    page = report.write_html(ClassResult("00", rows, ["test_a"], 3.0, tmp_path)).read_text(encoding="utf-8")
+    assert "<b>mallory" not in page and "&lt;b&gt;mallory&lt;/b&gt;" in page
+    assert "&amp; &lt;script&gt;" in page and "<script>" not in page
+    assert "<td>1.5 / 3</td>" in page and "<td>test_a</td><td>100%</td>" in page
+    assert page.startswith("<!doctype html>") and "border-collapse" in page
+
+
+def test_inject_profile_puts_the_profile_after_the_parameters_cell_and_drops_a_students_own(tmp_path):
+    """Fast: the preprocessor alone on a notebook whose student tagged a cell `injected-parameters`
+    before the parameters cell (papermill alone would replace that cell in place)."""
+    import nbformat
+
+    from autograder.nbgrader_setup.preprocessors import InjectProfile
+    from course import syllabus
+
+    assignment_id = "00_gpu_setup"
+    profile = syllabus.get(assignment_id).parameters("grade")
+    trap = nbformat.v4.new_code_cell("REPEATS = 10**9")
+    trap.metadata["tags"] = ["injected-parameters"]
+    parameters = nbformat.v4.new_code_cell("REPEATS = 10**9\nMATMUL_SIZE = 10**5")
+    parameters.metadata["tags"] = ["parameters"]
+    notebook = nbformat.v4.new_notebook(cells=[trap, nbformat.v4.new_markdown_cell("text"), parameters,
+                                               nbformat.v4.new_code_cell("print(REPEATS)")])
+    notebook.metadata["kernelspec"] = {"name": "tf-course", "language": "python", "display_name": "x"}
+    done, _ = InjectProfile(profile="grade").preprocess(notebook, {"nbgrader": {"assignment": assignment_id}})
+    tags = [cell.metadata.get("tags", []) for cell in done.cells]
+    assert tags == [[], ["parameters"], ["injected-parameters"], []], tags
+    injected = done.cells[2].source
+    assert "profile: grade" in injected
+    namespace: dict = {}
+    exec(done.cells[1].source + "\n" + injected, namespace)
+    assert {name: namespace[name] for name in profile} == profile
+
+
+def test_the_cache_key_changes_with_the_submission_the_source_and_the_settings(tmp_path):
+    """A row is reused only for the same submission bytes, source and settings (fast: no grading)."""
+    from autograder.grading import intake
+    from autograder.grading.cache import Cache
+    from autograder.grading.results import Row
+
+    def submission(data: bytes) -> intake.Submission:
+        return intake.Submission("ann", "ann", notebook_bytes=data)
+
+    cache = Cache(tmp_path / "rows", b"source", ["grade", 600])
+    first = submission(b"one")
+    cache.put(first, Row("ann", "00", score=3.0))
+    assert cache.get(submission(b"one")).score == 3.0
+    assert cache.get(submission(b"two")) is None, "another submission"
+    assert Cache(tmp_path / "rows", b"source v2", ["grade", 600]).get(first) is None, "another source"
+    assert Cache(tmp_path / "rows", b"source", ["ci", 600]).get(first) is None, "other settings"

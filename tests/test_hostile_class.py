@@ -14,8 +14,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import demo
-from autograder.workspace import Workspace
+from autograder.authoring import demo
+from autograder.nbgrader_setup.workspace import Workspace
 from tests import notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +46,23 @@ for place in places:
         print('closed', place, error)
 print('PROBE' + '-DONE')
 """
+
+
+FILLER = """
+import errno, os
+chunk, written = b'x' * 2**24, 0
+try:
+    with open('fill', 'wb') as handle:
+        while written < 2**31:
+            handle.write(chunk)
+            handle.flush()
+            written += len(chunk)
+except OSError as error:
+    print('FILLED', errno.errorcode[error.errno], written // 2**20, 'MiB')
+os.remove('fill')
+"""
+LIMITS = ["--workers", "2", "--timeout", "25", "--memory-limit", "1.5", "--disk-limit", "0.125", "--task-limit", "200",
+          "--cpu-limit", "10"]
 
 
 @pytest.fixture(scope="module")
@@ -103,13 +120,19 @@ def hostile(tmp_path_factory):
     put("hog", notebooks.answered(released, "blob = bytearray(3 * 2**30)\nfor i in range(0, len(blob), 4096):\n    blob[i] = 1\n"))
     put("noisy", notebooks.answered(released, good + "import warnings\nwarnings.warn('loud')\nprint('x' * 50_000_000)\n"))
     put("prober", notebooks.answered(released, good + PROBER.replace("BASE", str(base))))
+    # the sandbox's bounds: more processes than --task-limit; /tmp (the working folder's file system)
+    # filled to its --disk-limit, then a correct answer; a spinning loop past --cpu-limit
+    put("forker", notebooks.answered(released, "import subprocess\nsleepers = [subprocess.Popen(['sleep', '60']) "
+                                     "for _ in range(300)]\n"))
+    put("filler", notebooks.answered(released, FILLER + good))
+    put("spinner", notebooks.answered(released, "while True:\n    pass\n"))
     put("patcher", notebooks.answered(released, "import builtins\nbuiltins.AssertionError = type('Quiet', (Exception,), {})\n"
                                     "def double(value):\n    return -1\n"))
 
     before = {p.relative_to(subs): p.read_bytes() for p in subs.rglob("*") if p.is_file()}
     done = subprocess.run(
         [str(BIN / "autograder"), "grade", ASSIGNMENT, "--submissions", str(subs), "--out", str(base / "out"),
-         "--workers", "2", "--timeout", "25", "--memory-limit", "1.5"],
+         *LIMITS],
         cwd=course, capture_output=True, text=True, timeout=900,
         env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"))
     after = {p.relative_to(subs): p.read_bytes() for p in subs.rglob("*") if p.is_file()}
@@ -124,13 +147,16 @@ EXPECTED = {
     "traversal": ("invalid", 0), "truncated": ("invalid", 0), "binary": ("invalid", 0), "blank": ("graded", 0),
     "test tamperer": ("graded", 0), "hanger": ("timeout", 0), "crasher": ("error", 0), "hog": ("error", 0),
     "noisy": ("graded", 6), "prober": ("flagged", 6), "patcher": ("flagged", 0), "tampering hanger": ("flagged", 0),
+    # as root the kernel ignores RLIMIT_NPROC and the watchdog ends the run; otherwise the 201st fork fails
+    "forker": ("error", 0) if os.geteuid() == 0 else ("graded", 0),
+    "filler": ("graded", 6), "spinner": ("error", 0),
 }
 
 
 def test_the_run_exits_0_and_every_student_has_a_row(hostile):
     assert hostile["done"].returncode == 0, hostile["done"].stdout[-3000:] + hostile["done"].stderr[-3000:]
-    # the hanger, the crasher and the hog below met warm kernels (autograder.warm_kernels)
-    assert "kernels: warm" in hostile["done"].stdout, hostile["done"].stdout[:2000]
+    # every kernel had a bwrap sandbox of its own
+    assert "kernel sandbox: bwrap, one per student" in hostile["done"].stdout, hostile["done"].stdout[:2000]
     assert set(hostile["rows"]) == set(EXPECTED)
 
 
@@ -152,6 +178,19 @@ def test_reasons_say_what_happened(hostile):
     assert "course files" in rows["prober"]["reason"]
     assert "builtins.isinstance" in rows["tampering hanger"]["reason"], rows["tampering hanger"]
     assert "then timeout" in rows["tampering hanger"]["reason"] or "then error" in rows["tampering hanger"]["reason"]
+    if os.geteuid() == 0:
+        assert "process limit exceeded: more than 200" in rows["forker"]["reason"], rows["forker"]
+    assert "died" in rows["spinner"]["reason"].lower(), rows["spinner"]
+
+
+def test_the_sandbox_bounds_the_disk(hostile):
+    """/tmp, where the working folder is, filled up at its --disk-limit (128 MiB), and grading went on."""
+    text = notebooks.squashed_text((hostile["out"] / "feedback" / "filler.html").read_text(encoding="utf-8"))
+    import re
+
+    filled = re.search(r"FILLED(ENOSPC|EFBIG)(\d+)MiB", text)  # squashed: no whitespace
+    assert filled, text[:2000]
+    assert 64 <= int(filled.group(2)) <= 128, filled.group(0)
 
 
 def test_submissions_folder_is_byte_identical(hostile):
@@ -180,7 +219,7 @@ def test_a_prober_sees_nothing_of_the_grading_or_the_class(hostile):
 def test_a_rerun_skips_unchanged_submissions(hostile):
     done = subprocess.run(
         [str(BIN / "autograder"), "grade", ASSIGNMENT, "--submissions", str(hostile["subs"]),
-         "--out", str(hostile["out"]), "--workers", "2", "--timeout", "25", "--memory-limit", "1.5"],
+         "--out", str(hostile["out"]), *LIMITS],
         cwd=hostile["course"], capture_output=True, text=True, timeout=600,
         env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"))
     assert done.returncode == 0, done.stderr[-2000:]

@@ -7,7 +7,7 @@ import zipfile
 import nbformat
 import pytest
 
-from autograder import intake
+from autograder.grading import intake
 from tests import notebooks
 
 NAME = "00_gpu_setup.ipynb"

@@ -150,7 +150,7 @@ def test_the_gpu_lock_satisfies_tensorflows_own_and_cuda_requirements():
 def test_every_gpu_install_instruction_uses_the_hashed_gpu_lock():
     """No install line builds the GPU environment from the extra on top of the CPU lock (pip refuses
     an editable install under hash checking, and it would bring onnxruntime back beside onnxruntime-gpu)."""
-    from autograder.bundle import README as STUDENT_README
+    from autograder.authoring.bundle import README as STUDENT_README
 
     for path in (ROOT / "README.md", STUDENT_README, ROOT / "Makefile", ROOT / ".github/workflows/gpu.yml"):
         text = path.read_text()
@@ -161,7 +161,7 @@ def test_every_gpu_install_instruction_uses_the_hashed_gpu_lock():
 
 def test_what_the_lock_leaves_out_is_left_out_by_make_lock_and_the_bundle():
     """rfc3987-syntax: every process that imports nbformat would build its parser (the Makefile's `lock`)."""
-    from autograder.bundle import LEFT_OUT_OF_LOCK
+    from autograder.authoring.bundle import LEFT_OUT_OF_LOCK
 
     makefile = (ROOT / "Makefile").read_text()
     for name in LEFT_OUT_OF_LOCK:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grade import Options, grade_class
+from autograder.grading.pipeline import Options, grade_class
 
 pytestmark = pytest.mark.grading
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import release
+from autograder.authoring import release
 from course import kernel, runner, syllabus
 from course.layout import Layout
 from tests import notebooks

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from nbclient.exceptions import CellTimeoutError
 
-from autograder import sandbox
+from autograder.execution import sandbox
 from tests.notebooks import run_cells
 
 
@@ -72,18 +72,15 @@ def test_a_cell_past_its_timeout_is_interrupted_not_left_running(submission):
         run_cells(["while True:\n    pass"], work, timeout=5)
 
 
-def test_the_mode_is_chosen_by_the_environment(monkeypatch):
-    monkeypatch.setenv(sandbox.ENV_MODE, "none")
-    assert sandbox.mode() == "none"
-    monkeypatch.setenv(sandbox.ENV_MODE, "chroot")
+def test_the_mode_is_an_argument_checked_against_the_machine(monkeypatch):
+    assert sandbox.mode("none") == "none"
     with pytest.raises(sandbox.SandboxUnavailable, match="expected one of"):
-        sandbox.mode()
+        sandbox.mode("chroot")
     monkeypatch.setattr(sandbox, "probe", lambda: "bwrap is not installed")
-    monkeypatch.setenv(sandbox.ENV_MODE, "bwrap")
     with pytest.raises(sandbox.SandboxUnavailable, match="not installed"):
-        sandbox.mode()
-    monkeypatch.setenv(sandbox.ENV_MODE, "auto")
-    assert sandbox.mode() == "none"
+        sandbox.mode("bwrap")
+    assert sandbox.mode("auto") == "none"
+    assert "NONE (bwrap is not installed)" in sandbox.describe("auto")
 
 
 def test_a_checkout_under_tmp_is_bound_over_the_private_tmp(monkeypatch, tmp_path):
@@ -91,11 +88,58 @@ def test_a_checkout_under_tmp_is_bound_over_the_private_tmp(monkeypatch, tmp_pat
     venv = Path("/tmp/checkout/.venv")
     monkeypatch.setattr(sandbox, "readable_roots", lambda: [venv])
     monkeypatch.setattr(sandbox, "course_package", lambda: Path("/tmp/checkout/course"))
-    args = sandbox.command(["python"], scratch=tmp_path / "work", sockets=tmp_path / "sockets",
+    args = sandbox.command(["python"], files=tmp_path / "files", sockets=tmp_path / "sockets",
                            read_only=(tmp_path / "kernel.json",))
     private_tmp = next(i for i, (a, b) in enumerate(zip(args, args[1:])) if (a, b) == ("--tmpfs", "/tmp"))
-    for bound in (str(venv), "/tmp/checkout/course", str(tmp_path / "work")):
+    for bound in (str(venv), "/tmp/checkout/course", str(tmp_path / "sockets"), str(tmp_path / "kernel.json")):
         assert args.index(bound) > private_tmp, f"{bound} is bound before /tmp is replaced, so it is hidden"
+
+
+def test_the_sandbox_command_carries_every_limit(tmp_path):
+    """Each bound of `Limits` reaches bwrap (the tmpfs sizes) or confine.py (the rlimits), and the
+    kernel command comes last, unchanged."""
+    limits = sandbox.Limits(disk_bytes=12345678, tasks=77, cpu_seconds=99)
+    args = sandbox.command(["python", "-m", "ipykernel_launcher", "-f", "c.json"], files=tmp_path, sockets=tmp_path,
+                           limits=limits)
+    sizes = [args[i + 1:i + 4] for i, arg in enumerate(args) if arg == "--size"]
+    assert sizes == [["12345678", "--tmpfs", "/tmp"], ["12345678", "--tmpfs", "/dev/shm"]]
+    confine = args[args.index("--") + 1:]
+    assert confine[3] == str(sandbox.CONFINE)
+    options = dict(zip(confine[4:confine.index("--", 4):2], confine[5:confine.index("--", 4):2]))
+    assert options == {"--files": str(sandbox.FILES), "--work": str(sandbox.WORK), "--tasks": "77",
+                       "--cpu-seconds": "99", "--file-bytes": "12345678"}
+    assert confine[confine.index("--", 4) + 1:] == ["python", "-m", "ipykernel_launcher", "-f", "c.json"]
+
+
+def test_the_kernel_runs_under_the_limits_it_was_given(submission):
+    """Inside a real sandbox: the rlimits confine.py set, the tmpfs sizes, and what happens past them
+    (a full /tmp says ENOSPC, a file past the size limit EFBIG even when sparse; RLIMIT_NPROC is set, though the kernel
+    enforces it only for a grader that is not root outside the namespace: the watchdog counts tasks)."""
+    _, work = submission
+    limits = sandbox.Limits(disk_bytes=8 * 2**20, tasks=300, cpu_seconds=50)
+    out = run_cells([
+        "import resource; print(resource.getrlimit(resource.RLIMIT_NPROC), resource.getrlimit(resource.RLIMIT_CPU), "
+        "resource.getrlimit(resource.RLIMIT_FSIZE))",
+        "import os; stat = os.statvfs('/tmp'); print(stat.f_blocks * stat.f_frsize, os.getcwd())",
+        "import errno, signal\nsignal.signal(signal.SIGXFSZ, signal.SIG_IGN)\ntry:\n"
+        "    with open('big', 'wb') as handle:\n        handle.seek(9 * 2**20); handle.write(b'x')\nexcept OSError as error:\n    print(errno.errorcode[error.errno])",
+        "import errno, os\nos.remove('big')\nwritten = 0\ntry:\n    for n in range(8):\n"
+        "        with open(f'part{n}', 'wb') as handle:\n            handle.write(b'x' * 2**20); written += 1\n"
+        "except OSError as error:\n    print(errno.errorcode[error.errno], written)",
+    ], work, limits=limits)
+    assert out[0].split(") (") == ["(300, 300", "50, 55", "8388608, 8388608)\n"], out[0]
+    assert out[1].split() == [str(8 * 2**20), str(sandbox.WORK)]
+    assert out[2].strip() == "EFBIG"
+    assert out[3].split()[0] == "ENOSPC" and int(out[3].split()[1]) < 8
+
+
+def test_a_kernel_past_its_cpu_time_dies(submission):
+    """RLIMIT_CPU holds for root too: a spinning cell ends the kernel instead of running on."""
+    from nbclient.exceptions import DeadKernelError
+
+    _, work = submission
+    with pytest.raises((DeadKernelError, RuntimeError)):
+        run_cells(["import time\nwhile True:\n    pass"], work, timeout=60, limits=sandbox.Limits(cpu_seconds=3))
 
 
 @pytest.fixture
@@ -146,7 +190,7 @@ def test_bwrap_takes_the_gpu_binds_after_its_private_dev(fake_gpu_machine):
 
 def test_every_sandboxed_kernel_gets_the_gpu_binds_after_dev(monkeypatch, tmp_path):
     monkeypatch.setattr(sandbox, "gpu_binds", lambda: ["--dev-bind", "/dev/nvidia0", "/dev/nvidia0"])
-    args = sandbox.command(["python", "-m", "ipykernel"], scratch=tmp_path, sockets=tmp_path)
+    args = sandbox.command(["python", "-m", "ipykernel"], files=tmp_path, sockets=tmp_path)
     position = args.index("--dev-bind")
     assert args[position:position + 3] == ["--dev-bind", "/dev/nvidia0", "/dev/nvidia0"]
     assert args.index("--dev") < position < args.index("--")

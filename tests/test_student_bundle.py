@@ -19,7 +19,7 @@ import nbformat
 import pytest
 from packaging.requirements import Requirement
 
-from autograder import bundle
+from autograder.authoring import bundle
 from course import syllabus
 from course.layout import Layout
 from tests import notebooks
@@ -117,7 +117,7 @@ def test_the_check_finds_a_planted_secret(entries, plant):
     elif plant == "source notebook":
         planted["extra/notebook.ipynb"] = LAYOUT.source_notebook(PRESENT[0]).read_bytes()
     else:
-        planted["autograder/config.py"] = b"COURSE_ID = 'x'\n"
+        planted["autograder/nbgrader_setup/config.py"] = b"COURSE_ID = 'x'\n"
     assert problems(planted), f"a bundle with a planted {plant} passed the check"
 
 

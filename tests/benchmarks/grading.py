@@ -1,13 +1,14 @@
 """Benchmark, not a test: plain serial `nbgrader autograde` against `autograder grade --workers N`.
 
-    .venv/bin/python -m tests.benchmarks.grading [--assignment 00_gpu_setup] [--students 6] [--workers 2] [--repeat 3]
+    .venv/bin/python -m tests.benchmarks.grading [--assignment 01_session_vs_eager] [--students 6] [--workers 2] [--repeat 3]
 
 Both grade the same class of correct submissions (the solutions typed into the release) with the
-course's nbgrader configuration; it prints both wall times, the speed-up, and the autograder's time
-per notebook beyond what nbgrader itself needs per notebook. Targets (issue 8): a speed-up of at
-least 1.8 on 2 cores, at most 1.5 s of overhead per notebook. Each side runs `--repeat` times,
-alternating, and the medians are compared (run it on an otherwise idle machine). A third side,
-`--kernels cold` (every kernel imports TensorFlow itself), shows what the warm kernels bring.
+course's nbgrader configuration, so on both sides every kernel runs in a sandbox of its own; it
+prints every run, the medians, the speed-up, and the autograder's time per notebook beyond what
+nbgrader itself needs per notebook. Target: a speed-up of at least 1.8 on 2 cores. Each side runs
+`--repeat` times, alternating, and the medians are compared (run it on an otherwise idle machine).
+The autograder's first run generates its course directory; the later runs reuse it (as an
+instructor's re-grade does), so `--repeat 1` shows the cost of a first run.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import demo
+from autograder.authoring import demo
 from course.layout import Layout
 
 BIN = Path(sys.executable).parent
@@ -55,45 +56,42 @@ def plain_nbgrader(layout: Layout, assignment: str, class_dir: Path, folder: Pat
     return time.perf_counter() - start
 
 
-def autograder(layout: Layout, assignment: str, class_dir: Path, folder: Path, workers: int,
-               kernels: str = "warm") -> float:
+def autograder(layout: Layout, assignment: str, class_dir: Path, out: Path, workers: int) -> float:
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
     start = time.perf_counter()
     subprocess.run([str(BIN / "autograder"), "grade", assignment, "--submissions", str(class_dir), "--out",
-                    str(folder / f"ours-{kernels}"), "--workers", str(workers), "--kernels", kernels, "--force"],
+                    str(out), "--workers", str(workers), "--force"],
                    cwd=layout.root, env=env, check=True, capture_output=True)
     return time.perf_counter() - start
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--assignment", default="00_gpu_setup")
+    parser.add_argument("--assignment", default="01_session_vs_eager")
     parser.add_argument("--students", type=int, default=6)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     layout = Layout.find()
-    plains, ourses, colds = [], [], []
+    plains, ourses = [], []
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as scratch:
         folder = Path(scratch)
         class_dir = _class(layout, args.assignment, args.students, folder)
         for run in range(args.repeat):
             plains.append(plain_nbgrader(layout, args.assignment, class_dir, folder / f"run{run}"))
-            ourses.append(autograder(layout, args.assignment, class_dir, folder / f"run{run}", args.workers))
-            colds.append(autograder(layout, args.assignment, class_dir, folder / f"run{run}", args.workers, "cold"))
-    print("plain runs (s):         " + " ".join(f"{value:.1f}" for value in plains))
-    print("ours runs (s):          " + " ".join(f"{value:.1f}" for value in ourses))
-    print("ours, cold kernels (s): " + " ".join(f"{value:.1f}" for value in colds))
-    plain, ours, cold = statistics.median(plains), statistics.median(ourses), statistics.median(colds)
+            ourses.append(autograder(layout, args.assignment, class_dir, folder / "ours", args.workers))
+            print(f"run {run + 1}: plain {plains[-1]:.1f} s, ours {ourses[-1]:.1f} s", flush=True)
+    plain, ours = statistics.median(plains), statistics.median(ourses)
     per_plain = plain / args.students
     per_ours = ours * args.workers / args.students
-    print(f"{args.students} submissions of {args.assignment}")
+    print(f"{args.students} submissions of {args.assignment}, every kernel in a sandbox of its own")
+    print("plain runs (s): " + " ".join(f"{value:.1f}" for value in plains))
+    print("ours runs (s):  " + " ".join(f"{value:.1f}" for value in ourses))
     print(f"medians of {args.repeat} runs")
     print(f"{'plain nbgrader autograde, serial:':<38}{plain:7.1f} s  ({per_plain:.1f} s per notebook)")
     print(f"{f'autograder grade --workers {args.workers}:':<38}{ours:7.1f} s  ({per_ours:.1f} worker-seconds per notebook)")
-    print(f"{'  ... with --kernels cold:':<38}{cold:7.1f} s  (speed-up {plain / cold:.2f}x)")
     print(f"speed-up: {plain / ours:.2f}x (target >= 1.8 on 2 cores)")
-    print(f"overhead per notebook: {per_ours - per_plain:+.2f} s (target <= 1.5 s)")
+    print(f"overhead per notebook: {per_ours - per_plain:+.2f} worker-seconds")
     return 0
 
 

@@ -5,7 +5,7 @@
   Run All takes seconds. No nbgrader_config.py: nbgrader's Validate runs with its defaults, as it
   does on a student's machine.
 - `instructor_copy`: the nbgrader course directory, `source/` and `nbgrader_config.py` (which
-  imports `autograder.config`, installed in the venv).
+  imports `autograder.nbgrader_setup.config`, installed in the venv).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import ast
 import nbformat
 import pytest
 
-from autograder.demo import type_in_solutions
+from autograder.authoring.demo import type_in_solutions
 from tests.browser import lab_ui
 from tests.browser.courses import LAYOUT, student_copy
 from tests.browser.server import LabServer

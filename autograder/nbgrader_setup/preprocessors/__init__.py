@@ -1,4 +1,4 @@
-"""nbgrader preprocessors the course adds to nbgrader's own pipelines (see `autograder.config`)."""
+"""nbgrader preprocessors the course adds to nbgrader's own pipelines (see `autograder.nbgrader_setup.config`)."""
 
 from .filter_log_noise import FilterLogNoise
 from .hide_hidden_tests import HideHiddenTests

@@ -6,8 +6,8 @@ import base64
 import io
 from pathlib import Path
 
-from autograder import pages
-from autograder.grade import ClassResult
+from autograder.grading import pages
+from autograder.grading.results import ClassResult
 
 
 def summary_lines(result: ClassResult) -> list[str]:

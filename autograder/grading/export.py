@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from autograder.grade import ClassResult
+from autograder.grading.results import ClassResult
 
 COLUMNS = ("student_id", "assignment", "score", "max_score", "status", "reason", "seconds")
 

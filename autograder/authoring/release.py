@@ -14,7 +14,7 @@ from pathlib import Path
 
 from course import syllabus
 from course.layout import Layout
-from autograder.workspace import Workspace
+from autograder.nbgrader_setup.workspace import Workspace
 
 
 def present(layout: Layout) -> list[str]:

@@ -20,14 +20,15 @@ from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
-from autograder import config as course_config
-from autograder.gradebook import create_tables, gradebook_lock
+from autograder.execution.sandbox import Limits
+from autograder.nbgrader_setup import config as course_config
+from autograder.nbgrader_setup.gradebook import create_tables, gradebook_lock
 
 
 @contextlib.contextmanager
 def tools_on_path():
     """nbgrader runs `alembic` from PATH when it makes or upgrades a gradebook itself (`create`
-    makes a new one in-process first, `autograder.gradebook.create_tables`): this environment's bin first."""
+    makes a new one in-process first, `autograder.nbgrader_setup.gradebook.create_tables`): this environment's bin first."""
     previous = os.environ.get("PATH", "")
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + previous
     try:
@@ -43,9 +44,12 @@ class Workspace:
     profile: str = "grade"
     cell_timeout: int = course_config.CELL_TIMEOUT
     db: str | None = None          # a shared gradebook's SQLAlchemy URL; None: gradebook.db in `root`
+    sandbox: str = "auto"          # the kernels' sandbox mode (autograder.execution.sandbox)
+    limits: Limits = Limits()      # what each kernel's sandbox may use
 
     def config(self) -> Config:
-        c = course_config.configure(Config(), profile=self.profile, cell_timeout=self.cell_timeout)
+        c = course_config.configure(Config(), profile=self.profile, cell_timeout=self.cell_timeout,
+                                    sandbox=self.sandbox, limits=self.limits)
         c.CourseDirectory.root = str(self.root)
         c.CourseDirectory.assignment_id = self.assignment_id
         c.CourseDirectory.db_url = self.db_url

@@ -3,7 +3,7 @@
 Both executors take the same `jobs.Job`s and yield the same `jobs.Outcome`s, as each finishes:
 
 - `LocalExecutor`: one thread per local worker, each with its own copy of the nbgrader course
-  directory, so no two jobs share a gradebook file, and (with warm kernels) its own kernel server;
+  directory, so no two jobs share a gradebook file;
 - `DaskExecutor`: every job is a Dask task. The course directory travels once to the cluster as a
   tar archive, itself a task that every job depends on (so the scheduler can rebuild it when the
   workers that held it are gone); each task unpacks it into a fresh temporary folder on its worker
@@ -25,8 +25,8 @@ import uuid
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from autograder import jobs, warm_kernels
-from autograder.workspace import Workspace
+from autograder.execution import jobs
+from autograder.nbgrader_setup.workspace import Workspace
 
 # what a task needs of the course directory: not the students' folders of an earlier run
 TEMPLATE_SKIPS = ("submitted", "autograded", "feedback")
@@ -38,24 +38,19 @@ class ClusterError(RuntimeError):
 
 
 class LocalExecutor:
-    """`servers`, when given, pairs every workspace with a kernel server (`autograder.warm_kernels`)
-    that its jobs' kernels fork from; the executor closes them."""
-
-    def __init__(self, spaces: list[Workspace], job_root: Path,
-                 servers: list[warm_kernels.KernelServer] | None = None):
+    def __init__(self, spaces: list[Workspace], job_root: Path):
         self.job_root = job_root
-        self.servers = list(servers or [])
-        self._free: queue.Queue[tuple[Workspace, warm_kernels.KernelServer | None]] = queue.Queue()
-        for index, space in enumerate(spaces):
-            self._free.put((space, self.servers[index] if index < len(self.servers) else None))
+        self._free: queue.Queue[Workspace] = queue.Queue()
+        for space in spaces:
+            self._free.put(space)
         self.size = len(spaces)
 
     def _run(self, job: jobs.Job) -> jobs.Outcome:
-        space, server = self._free.get()
+        space = self._free.get()
         try:
-            return jobs.run(job, space.root, self.job_root / job.student, kernel_server=server)
+            return jobs.run(job, space.root, self.job_root / job.student)
         finally:
-            self._free.put((space, server))
+            self._free.put(space)
 
     def run_all(self, batch: Iterable[jobs.Job]) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
         with concurrent.futures.ThreadPoolExecutor(max_workers=self.size) as pool:
@@ -64,8 +59,7 @@ class LocalExecutor:
                 yield futures[future], future.result()
 
     def close(self) -> None:
-        for server in self.servers:
-            server.close()
+        pass
 
 
 def pack(workspace: Workspace) -> bytes:

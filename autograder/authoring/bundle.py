@@ -4,7 +4,7 @@
 
 It holds `release/` (notebooks with outputs cleared), the `course` package, a student
 `pyproject.toml`, `requirements.lock`, `requirements-gpu.lock` and `environment.yml`, and `README.md` (from
-`autograder/student_readme.md`). Never `source/`, `autograder/`, `nbgrader_config.py` or tests.
+`autograder/authoring/student_readme.md`). Never `source/`, `autograder/`, `nbgrader_config.py` or tests.
 
 The student's pyproject is the repository's without `autograder` and without the dependencies
 only instructors use (`INSTRUCTOR_ONLY`: testing, cluster grading, browser tests, installing with uv, writing

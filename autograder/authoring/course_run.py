@@ -22,7 +22,8 @@ import nbformat
 
 from course import gpu, runner, syllabus
 from course.layout import Layout
-from autograder import demo, pages, release
+from autograder.authoring import demo, release
+from autograder.grading import pages
 
 
 @dataclass
@@ -92,13 +93,13 @@ def _shown(layout: Layout, path: Path | None) -> str:
 
 
 def grade_command(assignment: str, out: Path, profile: str) -> list[str]:
-    """`autograder grade` for the demo class in `out`: one worker (its kernel server imports
-    TensorFlow once for both students); under the gpu profile as a GPU class is graded, with the gpu
-    sizes and cold kernels (other profiles grade with the `grade` profile, the command's default)."""
+    """`autograder grade` for the demo class in `out`: one worker (it runs beside the notebooks'
+    execution); under the gpu profile as a GPU class is graded, with the gpu sizes (other profiles
+    grade with the `grade` profile, the command's default)."""
     command = [sys.executable, "-m", "autograder.cli", "grade", assignment, "--submissions",
                str(out / "submissions"), "--out", str(out / "grading"), "--workers", "1", "--force"]
     if profile == "gpu":
-        command += ["--profile", "gpu", "--kernels", "cold"]
+        command += ["--profile", "gpu"]
     return command
 
 

@@ -5,7 +5,9 @@ It extends nbgrader's own pipelines through their configurable preprocessor list
 - Autograde: `InjectProfile` before `Execute`; `FilterLogNoise` in place of `IgnorePattern`;
   `LimitOutputSize` after `LimitOutput`;
 - GenerateFeedback: `HideHiddenTests` after `GetGrades`;
-and runs every kernel nbgrader starts through `autograder.sandbox.SandboxedKernelManager`.
+and runs every kernel nbgrader starts as the grading kernel spec (`kernelspec.GRADING_KERNEL`), whose
+provisioner (`autograder.execution.provisioner.SandboxProvisioner`) gives it a sandbox of its own;
+the sandbox's mode and limits are that provisioner's traits.
 """
 
 from __future__ import annotations
@@ -14,10 +16,9 @@ from nbgrader.converters import Autograde, GenerateFeedback
 from nbgrader.preprocessors import Execute, IgnorePattern, LimitOutput
 from traitlets.config import Config
 
-from course.kernel import KERNEL_NAME
-
-from autograder.sandbox import SandboxedKernelManager
-from autograder.preprocessors import FilterLogNoise, HideHiddenTests, InjectProfile, LimitOutputSize
+from autograder.execution.sandbox import Limits
+from autograder.nbgrader_setup.kernelspec import GRADING_KERNEL
+from autograder.nbgrader_setup.preprocessors import FilterLogNoise, HideHiddenTests, InjectProfile, LimitOutputSize
 
 COURSE_ID = "tf-internals"
 CELL_TIMEOUT = 600
@@ -42,8 +43,10 @@ def feedback_preprocessors() -> list:
     return steps
 
 
-def configure(c: Config, *, profile: str = "grade", cell_timeout: int = CELL_TIMEOUT) -> Config:
-    """Apply the course's nbgrader settings to `c` (a traitlets Config) and return it."""
+def configure(c: Config, *, profile: str = "grade", cell_timeout: int = CELL_TIMEOUT, sandbox: str = "auto",
+              limits: Limits = Limits()) -> Config:
+    """Apply the course's nbgrader settings to `c` (a traitlets Config) and return it: `sandbox` is
+    the kernels' sandbox mode (auto, bwrap or none), `limits` what each kernel's sandbox may use."""
     c.CourseDirectory.course_id = COURSE_ID
     c.CourseDirectory.source_directory = "source"
     c.CourseDirectory.release_directory = "release"
@@ -51,7 +54,10 @@ def configure(c: Config, *, profile: str = "grade", cell_timeout: int = CELL_TIM
     c.Autograde.autograde_preprocessors = autograde_preprocessors()
     c.InjectProfile.profile = profile
     c.Execute.timeout = cell_timeout
-    c.Execute.kernel_name = KERNEL_NAME
-    c.Execute.kernel_manager_class = SandboxedKernelManager
+    c.Execute.kernel_name = GRADING_KERNEL
+    c.SandboxProvisioner.mode = sandbox
+    c.SandboxProvisioner.disk_bytes = limits.disk_bytes
+    c.SandboxProvisioner.tasks = limits.tasks
+    c.SandboxProvisioner.cpu_seconds = limits.cpu_seconds
     c.GenerateFeedback.preprocessors = feedback_preprocessors()
     return c

@@ -1,0 +1,110 @@
+"""Run a command under a wall-clock, a memory and a task bound, and kill its whole process tree.
+
+The grading worker starts a Jupyter kernel in a new session (jupyter_client does), so a process
+group kill would miss it: the watchdog walks the tree with psutil and sums the resident memory and
+the tasks (processes and threads) of the worker and every descendant (the kernel's sandbox, anything
+the student started). Address-space limits (RLIMIT_AS) are no use for TensorFlow, which maps far
+more than it touches; the sandbox's RLIMIT_NPROC does not hold for a grader running as root, so the
+task count is watched here as well.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import dataclass
+import psutil
+
+POLL_SECONDS = 0.25
+
+
+@dataclass(frozen=True)
+class Bounded:
+    """What the watchdog saw of one bounded command: its exit, its time, which bound ended it."""
+    returncode: int | None
+    seconds: float
+    timed_out: bool = False
+    memory_exceeded: bool = False
+    tasks_exceeded: bool = False
+    peak_bytes: int = 0
+    stderr_tail: str = ""
+
+
+def _tree(process: psutil.Process) -> list[psutil.Process]:
+    try:
+        return [process, *process.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _usage(processes: list[psutil.Process]) -> tuple[int, int]:
+    """Resident bytes and tasks (threads, so processes too) of `processes`."""
+    rss = tasks = 0
+    for process in processes:
+        try:
+            with process.oneshot():
+                rss += process.memory_info().rss
+                tasks += process.num_threads()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return rss, tasks
+
+
+def kill_tree(processes: list[psutil.Process]) -> None:
+    for process in processes:
+        try:
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(processes, timeout=5)
+
+
+def _watch(root: psutil.Process, exited, start: float, timeout: float, memory_bytes: int,
+           tasks: int) -> tuple[bool, bool, bool, int]:
+    """Poll `root`'s tree until `exited()`; kill it past the bounds. (timed out, memory exceeded,
+    tasks exceeded, peak bytes)"""
+    peak, known = 0, [root]
+    timed_out = memory_exceeded = tasks_exceeded = False
+    while not exited():
+        known = _tree(root) or known[:1]
+        rss, count = _usage(known)
+        peak = max(peak, rss)
+        if peak > memory_bytes:
+            memory_exceeded = True
+        elif count > tasks:
+            tasks_exceeded = True
+        elif time.monotonic() - start > timeout:
+            timed_out = True
+        if timed_out or memory_exceeded or tasks_exceeded:
+            kill_tree(_tree(root) or known)
+            break
+        time.sleep(POLL_SECONDS)
+    # the worker may exit and leave a kernel behind: nothing of this run outlives it
+    kill_tree([process for process in known[1:] if process.is_running()])
+    return timed_out, memory_exceeded, tasks_exceeded, peak
+
+
+def _tail(stderr_path: str | None) -> str:
+    if not stderr_path:
+        return ""
+    with open(stderr_path, "rb") as handle:
+        return handle.read()[-4000:].decode("utf-8", "replace")
+
+
+def run_bounded(command: list[str], *, timeout: float, memory_bytes: int, tasks: int = 10**6,
+                env: dict | None = None, cwd: str | None = None, stderr_path: str | None = None) -> Bounded:
+    """Run `command` in a new session; kill it and its descendants past `timeout` seconds,
+    `memory_bytes` of RSS or `tasks` processes and threads."""
+    start = time.monotonic()
+    stderr = open(stderr_path, "wb") if stderr_path else subprocess.DEVNULL
+    try:
+        child = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=stderr,
+                                 stdin=subprocess.DEVNULL, start_new_session=True)
+    finally:
+        if stderr_path:
+            stderr.close()
+    timed_out, memory_exceeded, tasks_exceeded, peak = _watch(
+        psutil.Process(child.pid), lambda: child.poll() is not None, start, timeout, memory_bytes, tasks)
+    returncode = child.wait()
+    return Bounded(returncode, time.monotonic() - start, timed_out, memory_exceeded, tasks_exceeded, peak,
+                   _tail(stderr_path))

@@ -1,0 +1,202 @@
+"""The bubblewrap sandbox a student's kernel runs in: one per kernel, so one per student.
+
+`autograder.execution.provisioner.SandboxProvisioner` (a jupyter_client kernel provisioner) wraps the
+kernel command with `command`, so the student's code sees:
+
+- the operating system, the Python installation and the virtual environment, read-only;
+- the `course` package the notebooks import, read-only, and nothing else of the repository
+  (no `source/`, no `autograder/`, no `.git`);
+- a working folder and `$HOME` (`WORK`) on the sandbox's own size-bounded `/tmp`: a copy of the
+  student's own submitted files, *without* the notebook nbgrader is executing (that copy holds the
+  hidden tests), made inside the sandbox by `confine.py` before the kernel starts;
+- a private `/dev` (with a size-bounded `/dev/shm`) and `/proc`, with the GPU's device nodes and
+  driver files where the machine has them (`gpu_binds`); no network (the kernel's sockets are Unix
+  sockets in a folder both sides see); its own user (uid 65534 inside), PID, IPC and UTS
+  namespaces; all capabilities dropped; `/etc/shadow` and other secrets of `/etc` masked.
+
+Bounds (`Limits`): the PID namespace dies as one unit with bwrap (`--die-with-parent`, and its init
+is PID 1 inside); `/tmp` and `/dev/shm` are tmpfs of `disk_bytes` each; `confine.py` sets
+RLIMIT_FSIZE (`disk_bytes`), RLIMIT_CPU (`cpu_seconds`) and RLIMIT_NPROC (`tasks`, processes and
+threads: the kernel ignores it for a user that is root outside the namespace, so the grading
+watchdog, `autograder.execution.bounds`, counts tasks too). Memory and wall clock are the watchdog's.
+
+It does not see the grading workspace (the source copy, `gradebook.db`), the other students'
+kernels, the submissions folder or the home folder. The residual risk is written down in the README.
+
+The mode (`auto`: bwrap when it works, else none, and the driver says so; `bwrap`: grading fails
+with a clear message when it cannot start; `none`: no sandbox, for machines without user namespaces)
+is the provisioner's `mode` trait, set by `autograder.nbgrader_setup.config`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+import course
+
+BWRAP = "bwrap"
+MODES = ("auto", "bwrap", "none")
+# inside the sandbox: the kernel's working folder and home, the student's files as staged outside
+# (read-only), and the script that sets the limits and copies them before the kernel starts
+WORK = Path("/tmp/work")
+FILES = Path("/run/submission")
+CONFINE = Path("/run/confine.py")
+# system folders the kernel may read (each bound read-only where it exists), and secrets in them it may not
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+MASKED = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/ssh", "/etc/ssl/private")
+# What the CUDA driver opens on a GPU machine: the device nodes /dev/nvidia0.., nvidiactl,
+# nvidia-uvm(-tools), nvidia-modeset, the capability folder /dev/nvidia-caps and the DRM nodes
+# /dev/dri, bound with device access (bwrap's --bind mounts nodev), and the PCI, NUMA and module
+# information in /sys, read-only. /proc/driver/nvidia needs no bind: the sandbox's own procfs shows
+# it, as every procfs mount shows the kernel's driver entries (only /proc/<pid> is per namespace).
+GPU_DEVICES = ("nvidia*", "dri")
+
+
+class SandboxUnavailable(RuntimeError):
+    """`bwrap` was demanded but cannot start a sandbox on this machine."""
+
+
+@functools.lru_cache(maxsize=1)
+def probe() -> str | None:
+    """None when bwrap can start a sandbox here; otherwise why not."""
+    binary = shutil.which(BWRAP)
+    if not binary:
+        return "bwrap is not installed (Debian: apt-get install bubblewrap)"
+    try:
+        done = subprocess.run([binary, *_namespace_args(), "--ro-bind", "/", "/", "--proc", "/proc",
+                               "--dev", "/dev", "true"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bwrap failed to start: {error}"
+    if done.returncode != 0:
+        return f"bwrap cannot create namespaces here: {done.stderr.strip()[:300]}"
+    return None
+
+
+def mode(wanted: str = "auto") -> str:
+    """The sandbox kernels will get for the `wanted` mode: 'bwrap' or 'none'."""
+    wanted = (wanted or "auto").strip().lower()
+    if wanted not in MODES:
+        raise SandboxUnavailable(f"sandbox mode {wanted!r}: expected one of {', '.join(MODES)}")
+    if wanted == "none":
+        return "none"
+    problem = probe()
+    if problem and wanted == "bwrap":
+        raise SandboxUnavailable(f"--sandbox bwrap, but {problem}")
+    return "none" if problem else "bwrap"
+
+
+def describe(wanted: str = "auto") -> str:
+    """One line for the terminal: which sandbox the kernels get, or why they get none."""
+    if mode(wanted) == "bwrap":
+        return ("kernel sandbox: bwrap, one per student (read-only system, no network, bounded /tmp, "
+                "processes and CPU time; the grading workspace and other students are out of sight)")
+    why = probe() if wanted != "none" else "--sandbox none"
+    return f"kernel sandbox: NONE ({why}): student code can read the grading workspace"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one kernel's sandbox may use besides memory and wall clock (the watchdog's)."""
+    disk_bytes: int = 2**30       # each of /tmp (the working folder) and /dev/shm; also the largest file
+    tasks: int = 1024             # processes and threads
+    cpu_seconds: int = 0          # CPU time per process; 0: none
+
+
+def _namespace_args() -> list[str]:
+    return ["--unshare-user", "--uid", "65534", "--gid", "65534", "--unshare-net", "--unshare-pid",
+            "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+            "--cap-drop", "ALL"]
+
+
+def readable_roots() -> list[Path]:
+    """The Python installation, the virtual environment and its site-packages: bound read-only."""
+    roots = {Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).resolve().parent.parent}
+    roots |= {Path(sysconfig.get_paths()[key]) for key in ("stdlib", "purelib", "platlib")}
+    return sorted(root for root in roots if root.exists())
+
+
+def course_package() -> Path:
+    """The folder of the `course` package (the notebooks import it)."""
+    return Path(course.__file__).resolve().parent
+
+
+def stage(cwd: Path, target: Path) -> Path:
+    """A copy of the kernel's working folder without its notebooks (nbgrader's copy holds the hidden
+    tests), at `target` (created, or an existing empty folder): bound read-only into the sandbox."""
+    if cwd.is_dir():
+        shutil.copytree(cwd, target, symlinks=False, dirs_exist_ok=True, ignore=lambda folder, names: [
+            name for name in names if name.endswith(".ipynb")])
+    else:
+        target.mkdir(parents=True, exist_ok=True)
+    return target
+
+
+def kernel_env() -> dict[str, str]:
+    """What a sandboxed kernel's environment says: its home and temp folders."""
+    return {"HOME": str(WORK), "TMPDIR": "/tmp", "MPLCONFIGDIR": str(WORK / ".matplotlib"),
+            # ipykernel polls its parent, which lives outside the PID namespace: pid 1 turns it off;
+            # --die-with-parent ends the kernel with the grading worker instead.
+            "JPY_PARENT_PID": "1"}
+
+
+def gpu_binds(root: Path = Path("/")) -> list[str]:
+    """bwrap arguments that let a kernel reach the GPUs of this machine (none where it has none).
+
+    `root` is where the machine's /dev, /proc and /sys are found (a fake device folder in tests); the
+    sandbox sees them at their usual places. Without /dev/nvidiactl no GPU binds are made."""
+    dev = root / "dev"
+    if not (dev / "nvidiactl").exists():
+        return []
+    args: list[str] = []
+    for pattern in GPU_DEVICES:
+        for path in sorted(dev.glob(pattern)):
+            args += ["--dev-bind", str(path), "/" + str(path.relative_to(root))]
+    if (root / "sys").is_dir():
+        args += ["--ro-bind", str(root / "sys"), "/sys"]
+    return args
+
+
+def command(cmd: list[str], *, files: Path, sockets: Path, read_only: tuple[Path, ...] = (),
+            limits: Limits = Limits()) -> list[str]:
+    """`cmd` wrapped in bwrap and `confine.py`: `files` (the staged submission) copied into `WORK`,
+    `sockets` shared with the outside, `read_only` files (a kernel's connection file) visible."""
+    args = [shutil.which(BWRAP) or BWRAP, *_namespace_args()]
+    for folder in SYSTEM_DIRS:
+        path = Path(folder)
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), folder]
+        elif path.exists():
+            args += ["--ro-bind", folder, folder]
+    # private /proc, /dev and /tmp before the binds: a venv or checkout under /tmp is bound on top
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.disk_bytes), "--tmpfs", "/tmp",
+             "--size", str(limits.disk_bytes), "--tmpfs", "/dev/shm"]
+    args += gpu_binds()
+    for secret in MASKED:
+        if Path(secret).is_dir():
+            args += ["--tmpfs", secret]
+        elif Path(secret).exists():
+            args += ["--ro-bind", "/dev/null", secret]
+    bound = set()
+    for root in readable_roots():
+        if not any(root == done or done in root.parents for done in bound):
+            args += ["--ro-bind", str(root), str(root)]
+            bound.add(root)
+    package = course_package()
+    args += ["--ro-bind", str(package), str(package)]
+    args += ["--ro-bind", str(files), str(FILES), "--ro-bind", str(Path(__file__).with_name("confine.py")), str(CONFINE),
+             "--bind", str(sockets), str(sockets)]
+    for path in read_only:
+        args += ["--ro-bind", str(path), str(path)]
+    for name, value in kernel_env().items():
+        args += ["--setenv", name, value]
+    confine = [sys.executable, "-I", "-S", str(CONFINE), "--files", str(FILES), "--work", str(WORK),
+               "--tasks", str(limits.tasks), "--cpu-seconds", str(limits.cpu_seconds),
+               "--file-bytes", str(limits.disk_bytes)]
+    return args + ["--", *confine, "--", *cmd]

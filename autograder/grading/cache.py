@@ -1,0 +1,46 @@
+"""Finished rows kept between runs, so a re-run grades only what changed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from autograder import __version__
+from autograder.grading import intake
+from autograder.grading.results import Row
+
+
+def safe_id(student_id: str) -> str:
+    """The name a student has inside nbgrader's folders: ids may hold spaces, accents or glob characters."""
+    return "s" + hashlib.sha256(student_id.encode("utf-8")).hexdigest()[:16]
+
+
+class Cache:
+    """Finished rows under `out/rows/`, valid for one content hash of (submission, source, settings):
+    `settings` is whatever else decides a row (JSON-able: the profile, the limits)."""
+
+    def __init__(self, folder: Path, source_bytes: bytes, settings: object):
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self.salt = hashlib.sha256(source_bytes + json.dumps([__version__, settings]).encode()).hexdigest()
+
+    def key(self, submission: intake.Submission) -> str:
+        return hashlib.sha256((self.salt + submission.content_hash).encode()).hexdigest()
+
+    def get(self, submission: intake.Submission) -> Row | None:
+        path = self.folder / f"{safe_id(submission.student_id)}.json"
+        if not path.exists():
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("key") != self.key(submission):
+            return None
+        row = Row.from_json(data["row"])
+        if row.feedback and not row.feedback.exists():
+            return None
+        row.reused = True
+        return row
+
+    def put(self, submission: intake.Submission, row: Row) -> None:
+        path = self.folder / f"{safe_id(submission.student_id)}.json"
+        path.write_text(json.dumps({"key": self.key(submission), "row": row.as_json()}), encoding="utf-8")

@@ -1,0 +1,204 @@
+"""Grade a class: intake, then nbgrader's autograde for each student in a bounded worker process
+with a kernel sandbox of its own, on this machine or on a Dask cluster (`autograder.execution.executors`).
+
+    result = grade_class("00_gpu_setup", Path("source/00_gpu_setup"), Path("downloads"),
+                         Path("build/grading/00_gpu_setup"), options=Options(workers=2))
+
+Every student gets a row whatever they submitted. The run writes only under `out`:
+- `course-<k>/`   one private nbgrader course directory per local worker (source, gradebook,
+                  autograded), generated once per assignment source and kept for the next run;
+                  on a cluster, `course-0/` is the template every task unpacks
+- `jobs/`         each submission's notebook as a local worker reads it, the worker's result and log
+- `rows/`         finished rows keyed by content hash: a re-run skips them unless `force`
+- `feedback/`     one HTML per student, without hidden tests
+Workers never share a gradebook file, so a parallel run gives exactly the rows of a serial one; with
+`db_url` they share one gradebook server (PostgreSQL), which takes concurrent writers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import nbformat
+
+from autograder import __version__
+from autograder.execution import executors, jobs, sandbox
+from autograder.execution.sandbox import Limits
+from autograder.grading import intake, tamper
+from autograder.grading.cache import Cache, safe_id
+from autograder.grading.results import ClassResult, Row
+from autograder.grading.status import Status, decide
+from autograder.nbgrader_setup.gradebook import database_problem
+from autograder.nbgrader_setup.workspace import Workspace
+
+
+@dataclass
+class Options:
+    profile: str = "grade"
+    workers: int = 1
+    timeout: float = 600.0          # seconds per notebook, wall clock
+    memory_limit_gb: float = 6.0    # resident memory of the worker and its kernel
+    force: bool = False             # re-grade submissions already graded with the same content
+    scheduler: str | None = None    # a dask.distributed scheduler address: run the notebooks on its workers
+    db_url: str | None = None       # an SQLAlchemy URL of a shared gradebook (PostgreSQL); None: SQLite per worker
+    sandbox: str = "auto"           # the kernels' sandbox: auto, bwrap or none (autograder.execution.sandbox)
+    limits: Limits = Limits()       # what each kernel's sandbox may use besides memory and time
+
+
+class GradingError(RuntimeError):
+    """Grading could not run at all (as opposed to a student's notebook failing)."""
+
+
+def source_notebook(assignment_id: str, source_dir: Path) -> Path:
+    """`<assignment>.ipynb` as the course names it, or the assignment's only notebook."""
+    named = source_dir / f"{assignment_id}.ipynb"
+    if named.exists():
+        return named
+    found = sorted(source_dir.glob("*.ipynb")) if source_dir.is_dir() else []
+    if len(found) != 1:
+        raise GradingError(f"no source notebook {named}" if not found else
+                           f"{source_dir} holds several notebooks: {', '.join(p.name for p in found)}")
+    return found[0]
+
+
+def grade_cell_ids(notebook) -> list[str]:
+    return [cell.metadata["nbgrader"]["grade_id"] for cell in notebook.cells
+            if cell.metadata.get("nbgrader", {}).get("grade")]
+
+
+STAMP = ".generated-from"
+
+
+def source_hash(source_dir: Path) -> str:
+    """What a generated workspace depends on: the assignment's files, and the versions that generate it."""
+    import nbgrader
+
+    digest = hashlib.sha256(f"{__version__} {nbgrader.__version__}".encode())
+    for path in sorted(source_dir.rglob("*")):
+        if path.is_file() and ".ipynb_checkpoints" not in path.parts and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(source_dir)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _workspaces(out: Path, assignment_id: str, source_dir: Path, options: Options, sandbox_mode: str,
+                count: int) -> list[Workspace]:
+    """One nbgrader course directory per worker. nbgrader generates the first from the source, and only
+    when the source changed since the last run (a stamp holds the hash); the others are copies. A
+    shared gradebook (`db_url`) is generated into every time: it is not in the folder."""
+    def workspace(root: Path) -> Workspace:
+        return Workspace(root, assignment_id, profile=options.profile, cell_timeout=int(options.timeout),
+                         db=options.db_url, sandbox=sandbox_mode, limits=options.limits)
+
+    wanted = source_hash(source_dir)
+    first = workspace(out / "course-0")
+    stamp = first.root / STAMP
+    if options.db_url or not stamp.exists() or stamp.read_text(encoding="utf-8") != wanted:
+        if first.root.exists():
+            shutil.rmtree(first.root)
+        first.create(source_dir)
+        stamp.write_text(wanted, encoding="utf-8")
+    spaces = [first]
+    for number in range(1, count):
+        root = out / f"course-{number}"
+        copy_stamp = root / STAMP
+        if options.db_url or not copy_stamp.exists() or copy_stamp.read_text(encoding="utf-8") != wanted:
+            if root.exists():
+                shutil.rmtree(root)
+            shutil.copytree(first.root, root)
+        spaces.append(workspace(root))
+    return spaces
+
+
+def _executor(spaces: list[Workspace], out: Path, options: Options):
+    if options.scheduler:
+        try:
+            return executors.DaskExecutor(options.scheduler, spaces[0], gpu=options.profile == "gpu")
+        except executors.ClusterError as error:
+            raise GradingError(str(error)) from None
+    return executors.LocalExecutor(spaces, out / "jobs")
+
+
+def _row(submission: intake.Submission, assignment_id: str, outcome: jobs.Outcome, findings: tamper.Findings,
+         options: Options) -> Row:
+    decision = decide(outcome, findings, options.timeout, options.memory_limit_gb, options.limits.tasks)
+    row = Row(submission.student_id, assignment_id, seconds=outcome.seconds, host=outcome.host,
+              status=decision.status, reason=decision.reason, notes=findings.notes)
+    if outcome.result is not None:
+        row.max_score = outcome.result.max_score
+        if decision.keeps_points:
+            row.score, row.cells = outcome.result.score, outcome.result.cells
+    return row
+
+
+def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Path, *,
+                options: Options | None = None, progress: Callable[[str], None] = print) -> ClassResult:
+    options = options or Options()
+    if options.workers < 1 or options.timeout <= 0 or options.memory_limit_gb <= 0:
+        raise GradingError("workers, timeout and memory limit must be positive")
+    if min(options.limits.disk_bytes, options.limits.tasks) <= 0 or options.limits.cpu_seconds < 0:
+        raise GradingError("the disk and task limits must be positive, the CPU limit positive or 0 (none)")
+    if options.db_url and (problem := database_problem(options.db_url)):
+        raise GradingError(problem)
+    try:
+        sandbox_mode = sandbox.mode(options.sandbox)
+    except sandbox.SandboxUnavailable as error:
+        raise GradingError(str(error)) from None
+    notebook_path = source_notebook(assignment_id, source_dir)
+    students = intake.read_class(submissions, notebook_path.name)
+    out.mkdir(parents=True, exist_ok=True)
+    source_nb = nbformat.read(notebook_path, as_version=4)
+    cell_ids = grade_cell_ids(source_nb)
+    max_score = sum(float(cell.metadata["nbgrader"].get("points", 0)) for cell in source_nb.cells
+                    if cell.metadata.get("nbgrader", {}).get("grade"))
+    cache = Cache(out / "rows", notebook_path.read_bytes(), [options.profile, options.timeout, options.memory_limit_gb,
+                                                             sandbox_mode, asdict(options.limits)])
+    reused = {} if options.force else {submission.student_id: row for submission in students
+                                       if submission.ok and (row := cache.get(submission)) is not None}
+    feedback_out = out / "feedback"
+    feedback_out.mkdir(exist_ok=True)
+    rows: list[Row] = []
+
+    def finish(row: Row) -> None:
+        row.max_score = row.max_score or max_score
+        rows.append(row)
+        progress(f"[{len(rows)}/{len(students)}] {row.student_id}: {row.status} {row.score:g}/{row.max_score:g}"
+                 + (" (unchanged, not re-graded)" if row.reused else f" in {row.seconds:g} s")
+                 + (f" on {row.host}" if options.scheduler and not row.reused and row.host else "")
+                 + (f" - {row.reason}" if row.reason else ""))
+
+    spaces = _workspaces(out, assignment_id, source_dir, options, sandbox_mode,
+                         1 if options.scheduler else options.workers)
+    release_nb = nbformat.read(spaces[0].release_dir() / notebook_path.name, as_version=4)
+    pending: dict[str, tuple[intake.Submission, tamper.Findings]] = {}
+    batch = []
+    for submission in students:
+        if not submission.ok:
+            finish(Row(submission.student_id, assignment_id, max_score=max_score, status=Status.INVALID,
+                       reason=submission.problem))
+            continue
+        if submission.student_id in reused:
+            finish(reused[submission.student_id])
+            continue
+        student = safe_id(submission.student_id)
+        pending[student] = (submission, tamper.scan(intake.as_notebook(submission), release_nb))
+        batch.append(jobs.Job(student, submission.student_id, assignment_id, notebook_path.name,
+                              submission.notebook_bytes, options.profile, options.timeout,
+                              int(options.memory_limit_gb * 2**30), sandbox_mode, options.limits,
+                              options.db_url))
+    executor = _executor(spaces, out, options)
+    try:
+        for job, outcome in executor.run_all(batch):
+            submission, findings = pending[job.student]
+            row = _row(submission, assignment_id, outcome, findings, options)
+            if outcome.feedback_html is not None:
+                row.feedback = feedback_out / f"{submission.student_id}.html"
+                row.feedback.write_text(outcome.feedback_html, encoding="utf-8")
+            cache.put(submission, row)
+            finish(row)
+    finally:
+        executor.close()
+    return ClassResult(assignment_id, sorted(rows, key=lambda row: row.student_id), cell_ids, max_score, out)

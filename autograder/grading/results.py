@@ -1,0 +1,49 @@
+"""What grading gives: a `Row` per student and the class's `ClassResult`; report and export read them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from autograder.grading.status import Status
+
+
+@dataclass
+class Row:
+    student_id: str
+    assignment: str
+    score: float = 0.0
+    max_score: float = 0.0
+    status: Status = Status.GRADED
+    reason: str = ""
+    seconds: float = 0.0
+    cells: dict[str, float] = field(default_factory=dict)
+    feedback: Path | None = None
+    notes: list[str] = field(default_factory=list)
+    reused: bool = False
+    host: str = ""                  # where the notebook ran (a Dask worker's address on a cluster)
+
+    def as_json(self) -> dict:
+        data = asdict(self)
+        data["feedback"] = str(self.feedback) if self.feedback else None
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Row":
+        data = dict(data)
+        data["feedback"] = Path(data["feedback"]) if data.get("feedback") else None
+        data["status"] = Status(data["status"])
+        return cls(**data)
+
+
+@dataclass
+class ClassResult:
+    assignment: str
+    rows: list[Row]
+    grade_cells: list[str]
+    max_score: float
+    out: Path
+
+    @property
+    def csv_path(self) -> Path:
+        return self.out / "grades.csv"
