@@ -22,7 +22,12 @@ def _grade(args) -> int:
         print(sandbox.describe(args.sandbox))
     except sandbox.SandboxUnavailable as error:
         raise GradingError(str(error)) from None
-    syllabus.get(args.assignment)
+    if not (layout.source / args.assignment).is_dir():
+        known = sorted(path.name for path in layout.source.iterdir() if path.is_dir()) if layout.source.is_dir() else []
+        raise GradingError(f"unknown assignment {args.assignment!r}: no folder {layout.source / args.assignment} "
+                           f"(the assignments in source/: {', '.join(known) or 'none'})")
+    if args.assignment not in syllabus.ids():
+        print(f"no profile for {args.assignment!r} in the syllabus: graded as submitted, without injected parameters")
     out = Path(args.out) if args.out else layout.build / "grading" / args.assignment
     submissions = Path(args.submissions).resolve()
     if out.resolve() == submissions or submissions in out.resolve().parents:
@@ -36,9 +41,10 @@ def _grade(args) -> int:
                                             cpu_seconds=int(args.cpu_limit)))
     result = grade_class(args.assignment, layout.source / args.assignment, submissions, out, options=options)
     csv_path = export.write_csv(result)
+    max_path = export.write_max_points(result)
     html_path = report.write_html(result)
     print("\n".join(report.summary_lines(result)))
-    print(f"grades: {csv_path}\nreport: {html_path}\nfeedback: {out / 'feedback'}")
+    print(f"grades: {csv_path} (out of: {max_path})\nreport: {html_path}\nfeedback: {out / 'feedback'}")
     return 0
 
 
@@ -109,7 +115,7 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(dest="command", required=True)
 
     grade = commands.add_parser("grade", help="grade a class of submissions")
-    grade.add_argument("assignment", help="assignment id, e.g. 00_gpu_setup")
+    grade.add_argument("assignment", help="assignment id: a folder of source/, e.g. 00_gpu_setup")
     grade.add_argument("--submissions", required=True, help="folder of <student_id>/<notebook>.ipynb or <student_id>.zip")
     grade.add_argument("--out", help="output folder (default build/grading/<assignment>)")
     grade.add_argument("--profile", default="grade", choices=syllabus.PROFILES, help="profile injected (default grade)")

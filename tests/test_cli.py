@@ -50,6 +50,7 @@ def graded_with(monkeypatch, tmp_path):
     import autograder.grading.pipeline
     monkeypatch.setattr(autograder.grading.pipeline, "grade_class", fake_grade_class)
     monkeypatch.setenv("COURSE_ROOT", str(tmp_path))
+    (tmp_path / "source" / "00_gpu_setup").mkdir(parents=True)
 
     def run(*args: str) -> dict:
         seen.clear()
@@ -128,7 +129,7 @@ def test_autograder_grade_end_to_end(tmp_path):
                           cwd=course, capture_output=True, text=True, timeout=600, env=_env())
     assert done.returncode == 0, done.stdout + done.stderr
     grades = (course / "build" / "grading" / "00_gpu_setup" / "grades.csv").read_text()
-    assert "solo,00_gpu_setup,6,6,graded" in grades, grades
+    assert "solo,00_gpu_setup,00_gpu_setup.ipynb,6,6,graded" in grades, grades
     assert "1 submissions, 1 graded" in done.stdout
 
 

@@ -62,7 +62,7 @@ except OSError as error:
 os.remove('fill')
 """
 LIMITS = ["--workers", "2", "--timeout", "25", "--memory-limit", "1.5", "--disk-limit", "0.125", "--task-limit", "200",
-          "--cpu-limit", "10"]
+          "--cpu-limit", "100"]  # a CPU limit far above what an honest kernel uses: it grades as before
 
 
 @pytest.fixture(scope="module")
@@ -121,11 +121,11 @@ def hostile(tmp_path_factory):
     put("noisy", notebooks.answered(released, good + "import warnings\nwarnings.warn('loud')\nprint('x' * 50_000_000)\n"))
     put("prober", notebooks.answered(released, good + PROBER.replace("BASE", str(base))))
     # the sandbox's bounds: more processes than --task-limit; /tmp (the working folder's file system)
-    # filled to its --disk-limit, then a correct answer; a spinning loop past --cpu-limit
+    # filled to its --disk-limit, then a correct answer (RLIMIT_CPU is tested in test_sandbox.py: how
+    # many CPU-seconds a spinner gets in 25 s of wall clock depends on the machine's load)
     put("forker", notebooks.answered(released, "import subprocess\nsleepers = [subprocess.Popen(['sleep', '60']) "
                                      "for _ in range(300)]\n"))
     put("filler", notebooks.answered(released, FILLER + good))
-    put("spinner", notebooks.answered(released, "while True:\n    pass\n"))
     put("patcher", notebooks.answered(released, "import builtins\nbuiltins.AssertionError = type('Quiet', (Exception,), {})\n"
                                     "def double(value):\n    return -1\n"))
 
@@ -149,7 +149,7 @@ EXPECTED = {
     "noisy": ("graded", 6), "prober": ("flagged", 6), "patcher": ("flagged", 0), "tampering hanger": ("flagged", 0),
     # as root the kernel ignores RLIMIT_NPROC and the watchdog ends the run; otherwise the 201st fork fails
     "forker": ("error", 0) if os.geteuid() == 0 else ("graded", 0),
-    "filler": ("graded", 6), "spinner": ("error", 0),
+    "filler": ("graded", 6),
 }
 
 
@@ -180,7 +180,6 @@ def test_reasons_say_what_happened(hostile):
     assert "then timeout" in rows["tampering hanger"]["reason"] or "then error" in rows["tampering hanger"]["reason"]
     if os.geteuid() == 0:
         assert "process limit exceeded: more than 200" in rows["forker"]["reason"], rows["forker"]
-    assert "died" in rows["spinner"]["reason"].lower(), rows["spinner"]
 
 
 def test_the_sandbox_bounds_the_disk(hostile):

@@ -138,8 +138,8 @@ def test_a_kernel_past_its_cpu_time_dies(submission):
     from nbclient.exceptions import DeadKernelError
 
     _, work = submission
-    with pytest.raises((DeadKernelError, RuntimeError)):
-        run_cells(["import time\nwhile True:\n    pass"], work, timeout=60, limits=sandbox.Limits(cpu_seconds=3))
+    with pytest.raises(DeadKernelError):  # the wall-clock timeout is far off, whatever the machine's load
+        run_cells(["while True:\n    pass"], work, timeout=600, limits=sandbox.Limits(cpu_seconds=3))
 
 
 @pytest.fixture

@@ -48,7 +48,7 @@ class LocalExecutor:
     def _run(self, job: jobs.Job) -> jobs.Outcome:
         space = self._free.get()
         try:
-            return jobs.run(job, space.root, self.job_root / job.student)
+            return jobs.run(job, space.root, self.job_root / job.student / Path(job.notebook_name).stem)
         finally:
             self._free.put(space)
 
@@ -149,7 +149,7 @@ class DaskExecutor:
         from distributed import as_completed
 
         run = uuid.uuid4().hex[:8]  # keys unique per run: two graders may share a cluster
-        futures = {self.client.submit(run_on_worker, self.template, job, key=f"grade-{job.assignment}-{job.student}-{run}",
+        futures = {self.client.submit(run_on_worker, self.template, job, key=f"grade-{job.assignment}-{job.student}-{Path(job.notebook_name).stem}-{run}",
                                       pure=False, resources=self.resources): job for job in batch}
         for future in as_completed(futures):
             try:

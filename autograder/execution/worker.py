@@ -99,8 +99,8 @@ def grade(job: WorkerJob) -> WorkerResult:
     if result.nbgrader_failure is None:
         with contextlib.suppress(Exception):
             workspace.generate_feedback(job.student)
-        produced = sorted(workspace.feedback_dir(job.student).glob("*.html"))
-        result.feedback = str(produced[0]) if produced else None
+        produced = workspace.feedback_dir(job.student) / f"{Path(job.notebook_name).stem}.html"
+        result.feedback = str(produced) if produced.exists() else None
     return result
 
 

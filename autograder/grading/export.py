@@ -1,4 +1,5 @@
-"""grades.csv: one row per student, fixed columns first, then one column per graded cell."""
+"""grades.csv: one row per student and notebook, fixed columns first, then one column per graded cell;
+max_points.csv: what each of those columns is out of, so a spreadsheet can compute rates."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 from autograder.grading.results import ClassResult
 
-COLUMNS = ("student_id", "assignment", "score", "max_score", "status", "reason", "seconds")
+COLUMNS = ("student_id", "assignment", "notebook", "score", "max_score", "status", "reason", "seconds")
 
 
 def write_csv(result: ClassResult, path: Path | None = None) -> Path:
@@ -16,9 +17,22 @@ def write_csv(result: ClassResult, path: Path | None = None) -> Path:
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow([*COLUMNS, *result.grade_cells])
-        for row in sorted(result.rows, key=lambda r: r.student_id):
-            writer.writerow([row.student_id, row.assignment, f"{row.score:g}", f"{row.max_score:g}",
+        for row in sorted(result.rows, key=lambda r: (r.student_id, r.notebook)):
+            writer.writerow([row.student_id, row.assignment, row.notebook, f"{row.score:g}", f"{row.max_score:g}",
                              row.status, row.reason, f"{row.seconds:g}",
                              *(f"{row.cells[cell]:g}" if cell in row.cells else "" for cell in result.grade_cells)])
     return path
 
+
+def write_max_points(result: ClassResult, path: Path | None = None) -> Path:
+    """`column,max_points`: every notebook's `score` column, then every cell column, in grades.csv's order."""
+    path = path or result.max_points_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["column", "max_points"])
+        for notebook, points in result.notebooks.items():
+            writer.writerow([f"score ({notebook})" if len(result.notebooks) > 1 else "score", f"{points:g}"])
+        for cell in result.grade_cells:
+            writer.writerow([cell, f"{result.cell_points.get(cell, 0):g}"])
+    return path

@@ -53,21 +53,14 @@ class GradingError(RuntimeError):
     """Grading could not run at all (as opposed to a student's notebook failing)."""
 
 
-def source_notebook(assignment_id: str, source_dir: Path) -> Path:
-    """`<assignment>.ipynb` as the course names it, or the assignment's only notebook."""
-    named = source_dir / f"{assignment_id}.ipynb"
-    if named.exists():
-        return named
-    found = sorted(source_dir.glob("*.ipynb")) if source_dir.is_dir() else []
-    if len(found) != 1:
-        raise GradingError(f"no source notebook {named}" if not found else
-                           f"{source_dir} holds several notebooks: {', '.join(p.name for p in found)}")
-    return found[0]
-
-
-def grade_cell_ids(notebook) -> list[str]:
-    return [cell.metadata["nbgrader"]["grade_id"] for cell in notebook.cells
-            if cell.metadata.get("nbgrader", {}).get("grade")]
+def source_notebooks(assignment_id: str, source_dir: Path) -> list[Path]:
+    """The notebooks of an assignment's source folder, `<assignment>.ipynb` first when there is one."""
+    if not source_dir.is_dir():
+        raise GradingError(f"no source folder {source_dir} for assignment {assignment_id!r}")
+    found = sorted(source_dir.glob("*.ipynb"), key=lambda path: (path.stem != assignment_id, path.name))
+    if not found:
+        raise GradingError(f"{source_dir} holds no notebook")
+    return found
 
 
 STAMP = ".generated-from"
@@ -122,20 +115,40 @@ def _executor(spaces: list[Workspace], out: Path, options: Options):
     return executors.LocalExecutor(spaces, out / "jobs")
 
 
-def _row(submission: intake.Submission, assignment_id: str, outcome: jobs.Outcome, findings: tamper.Findings,
-         options: Options) -> Row:
+def _row(submission: intake.Submission, assignment_id: str, notebook: str, outcome: jobs.Outcome,
+         findings: tamper.Findings, options: Options, column) -> Row:
     decision = decide(outcome, findings, options.timeout, options.memory_limit_gb, options.limits.tasks)
-    row = Row(submission.student_id, assignment_id, seconds=outcome.seconds, host=outcome.host,
+    row = Row(submission.student_id, assignment_id, notebook=notebook, seconds=outcome.seconds, host=outcome.host,
               status=decision.status, reason=decision.reason, notes=findings.notes)
     if outcome.result is not None:
         row.max_score = outcome.result.max_score
         if decision.keeps_points:
-            row.score, row.cells = outcome.result.score, outcome.result.cells
+            row.score = outcome.result.score
+            row.cells = {column(cell): points for cell, points in outcome.result.cells.items()}
     return row
+
+
+@dataclass
+class _Notebook:
+    """One notebook of the assignment, as the run grades it."""
+    points: dict[str, float]       # its graded cells' ids and points, in notebook order
+    students: list[intake.Submission]
+    cache: Cache
+
+    @property
+    def max_score(self) -> float:
+        return sum(self.points.values())
+
+
+def cell_points(notebook) -> dict[str, float]:
+    """The graded cells of a (source) notebook: grade id -> points, in notebook order."""
+    return {cell.metadata["nbgrader"]["grade_id"]: float(cell.metadata["nbgrader"].get("points", 0))
+            for cell in notebook.cells if cell.metadata.get("nbgrader", {}).get("grade")}
 
 
 def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Path, *,
                 options: Options | None = None, progress: Callable[[str], None] = print) -> ClassResult:
+    """Grade every notebook of the assignment for every student: one row per student and notebook."""
     options = options or Options()
     if options.workers < 1 or options.timeout <= 0 or options.memory_limit_gb <= 0:
         raise GradingError("workers, timeout and memory limit must be positive")
@@ -147,58 +160,73 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
         sandbox_mode = sandbox.mode(options.sandbox)
     except sandbox.SandboxUnavailable as error:
         raise GradingError(str(error)) from None
-    notebook_path = source_notebook(assignment_id, source_dir)
-    students = intake.read_class(submissions, notebook_path.name)
+    paths = source_notebooks(assignment_id, source_dir)
+    several = len(paths) > 1
     out.mkdir(parents=True, exist_ok=True)
-    source_nb = nbformat.read(notebook_path, as_version=4)
-    cell_ids = grade_cell_ids(source_nb)
-    max_score = sum(float(cell.metadata["nbgrader"].get("points", 0)) for cell in source_nb.cells
-                    if cell.metadata.get("nbgrader", {}).get("grade"))
-    cache = Cache(out / "rows", notebook_path.read_bytes(), [options.profile, options.timeout, options.memory_limit_gb,
-                                                             sandbox_mode, asdict(options.limits)])
-    reused = {} if options.force else {submission.student_id: row for submission in students
-                                       if submission.ok and (row := cache.get(submission)) is not None}
+    settings = [options.profile, options.timeout, options.memory_limit_gb, sandbox_mode, asdict(options.limits)]
+    notebooks: dict[str, _Notebook] = {}
+    for path in paths:
+        notebooks[path.name] = _Notebook(
+            cell_points(nbformat.read(path, as_version=4)), intake.read_class(submissions, path.name),
+            Cache(out / "rows" / path.stem if several else out / "rows", path.read_bytes(), settings))
+
+    def column(name: str, cell: str) -> str:
+        """A graded cell's column in grades.csv: its id, after the notebook's name when there are several."""
+        return f"{Path(name).stem}:{cell}" if several else cell
+
     feedback_out = out / "feedback"
     feedback_out.mkdir(exist_ok=True)
+    total = sum(len(notebook.students) for notebook in notebooks.values())
     rows: list[Row] = []
 
     def finish(row: Row) -> None:
-        row.max_score = row.max_score or max_score
+        row.max_score = row.max_score or notebooks[row.notebook].max_score
         rows.append(row)
-        progress(f"[{len(rows)}/{len(students)}] {row.student_id}: {row.status} {row.score:g}/{row.max_score:g}"
+        progress(f"[{len(rows)}/{total}] {row.student_id}" + (f" {row.notebook}" if several else "")
+                 + f": {row.status} {row.score:g}/{row.max_score:g}"
                  + (" (unchanged, not re-graded)" if row.reused else f" in {row.seconds:g} s")
                  + (f" on {row.host}" if options.scheduler and not row.reused and row.host else "")
                  + (f" - {row.reason}" if row.reason else ""))
 
+    def feedback_path(student_id: str, name: str) -> Path:
+        return feedback_out / student_id / f"{Path(name).stem}.html" if several else feedback_out / f"{student_id}.html"
+
     spaces = _workspaces(out, assignment_id, source_dir, options, sandbox_mode,
                          1 if options.scheduler else options.workers)
-    release_nb = nbformat.read(spaces[0].release_dir() / notebook_path.name, as_version=4)
-    pending: dict[str, tuple[intake.Submission, tamper.Findings]] = {}
+    pending: dict[tuple[str, str], tuple[intake.Submission, tamper.Findings]] = {}
     batch = []
-    for submission in students:
-        if not submission.ok:
-            finish(Row(submission.student_id, assignment_id, max_score=max_score, status=Status.INVALID,
-                       reason=submission.problem))
-            continue
-        if submission.student_id in reused:
-            finish(reused[submission.student_id])
-            continue
-        student = safe_id(submission.student_id)
-        pending[student] = (submission, tamper.scan(intake.as_notebook(submission), release_nb))
-        batch.append(jobs.Job(student, submission.student_id, assignment_id, notebook_path.name,
-                              submission.notebook_bytes, options.profile, options.timeout,
-                              int(options.memory_limit_gb * 2**30), sandbox_mode, options.limits,
-                              options.db_url))
+    for name, notebook in notebooks.items():
+        release_nb = nbformat.read(spaces[0].release_dir() / name, as_version=4)
+        for submission in notebook.students:
+            if not submission.ok:
+                finish(Row(submission.student_id, assignment_id, notebook=name, max_score=notebook.max_score,
+                           status=Status.INVALID, reason=submission.problem))
+                continue
+            if not options.force and (row := notebook.cache.get(submission)) is not None:
+                finish(row)
+                continue
+            student = safe_id(submission.student_id)
+            pending[student, name] = (submission, tamper.scan(intake.as_notebook(submission), release_nb))
+            batch.append(jobs.Job(student, submission.student_id, assignment_id, name,
+                                  submission.notebook_bytes, options.profile, options.timeout,
+                                  int(options.memory_limit_gb * 2**30), sandbox_mode, options.limits,
+                                  options.db_url))
     executor = _executor(spaces, out, options)
     try:
         for job, outcome in executor.run_all(batch):
-            submission, findings = pending[job.student]
-            row = _row(submission, assignment_id, outcome, findings, options)
+            submission, findings = pending[job.student, job.notebook_name]
+            row = _row(submission, assignment_id, job.notebook_name, outcome, findings, options,
+                       lambda cell: column(job.notebook_name, cell))
             if outcome.feedback_html is not None:
-                row.feedback = feedback_out / f"{submission.student_id}.html"
+                row.feedback = feedback_path(submission.student_id, job.notebook_name)
+                row.feedback.parent.mkdir(parents=True, exist_ok=True)
                 row.feedback.write_text(outcome.feedback_html, encoding="utf-8")
-            cache.put(submission, row)
+            notebooks[job.notebook_name].cache.put(submission, row)
             finish(row)
     finally:
         executor.close()
-    return ClassResult(assignment_id, sorted(rows, key=lambda row: row.student_id), cell_ids, max_score, out)
+    points = {column(name, cell): value for name, notebook in notebooks.items() for cell, value in notebook.points.items()}
+    return ClassResult(assignment_id, sorted(rows, key=lambda row: (row.student_id, row.notebook)), list(points),
+                       sum(notebook.max_score for notebook in notebooks.values()), out,
+                       notebooks={name: notebook.max_score for name, notebook in notebooks.items()},
+                       cell_points=points)

@@ -11,9 +11,11 @@ from autograder.grading.results import ClassResult
 
 
 def summary_lines(result: ClassResult) -> list[str]:
-    lines = [f"{'student':<24} {'status':<8} {'score':>11}  reason"]
-    for row in sorted(result.rows, key=lambda r: r.student_id):
-        lines.append(f"{row.student_id:<24} {row.status:<8} {row.score:>5g}/{row.max_score:<5g}  {row.reason}")
+    several = len(result.notebooks) > 1
+    lines = [f"{'student':<24} " + ("notebook".ljust(24) + " " if several else "") + f"{'status':<8} {'score':>11}  reason"]
+    for row in sorted(result.rows, key=lambda r: (r.student_id, r.notebook)):
+        lines.append(f"{row.student_id:<24} " + (f"{row.notebook:<24} " if several else "")
+                     + f"{row.status:<8} {row.score:>5g}/{row.max_score:<5g}  {row.reason}")
     graded = [row for row in result.rows if row.status in ("graded", "flagged")]
     lines.append(f"{len(result.rows)} submissions, {len(graded)} graded, "
                  f"{len(result.rows) - len(graded)} not graded")
@@ -21,13 +23,21 @@ def summary_lines(result: ClassResult) -> list[str]:
 
 
 def pass_rates(result: ClassResult) -> dict[str, float]:
-    scored = [row for row in result.rows if row.cells]
+    """Per cell column: the share of the rows that scored that cell's notebook with points in it."""
     rates = {}
     for cell in result.grade_cells:
+        scored = [row for row in result.rows if cell in row.cells]
         if scored:
-            full = sum(1 for row in scored if row.cells.get(cell, 0) > 0)
-            rates[cell] = full / len(scored)
+            rates[cell] = sum(1 for row in scored if row.cells[cell] > 0) / len(scored)
     return rates
+
+
+def student_totals(result: ClassResult) -> dict[str, float]:
+    """Each student's score over all the assignment's notebooks."""
+    totals: dict[str, float] = {}
+    for row in result.rows:
+        totals[row.student_id] = totals.get(row.student_id, 0.0) + row.score
+    return totals
 
 
 def _histogram_png(result: ClassResult) -> str:
@@ -37,10 +47,10 @@ def _histogram_png(result: ClassResult) -> str:
     from matplotlib import pyplot
 
     figure, axes = pyplot.subplots(figsize=(6, 3))
-    scores = [row.score for row in result.rows]
+    scores = list(student_totals(result).values())
     axes.hist(scores, bins=max(1, int(result.max_score) + 1), range=(0, max(result.max_score, 1) + 1),
               align="left", rwidth=0.8)
-    axes.set_title(f"{result.assignment}: scores of {len(scores)} submissions")
+    axes.set_title(f"{result.assignment}: scores of {len(scores)} students")
     axes.set_xlabel(f"score (points, out of {result.max_score:g})")
     axes.set_ylabel("students")
     buffer = io.BytesIO()
@@ -53,6 +63,7 @@ def _histogram_png(result: ClassResult) -> str:
 def write_html(result: ClassResult, path: Path | None = None) -> Path:
     path = path or result.out / "report.html"
     path.write_text(pages.render("grading_report.html", result=result, histogram=_histogram_png(result),
-                                 rows=sorted(result.rows, key=lambda row: row.student_id),
+                                 rows=sorted(result.rows, key=lambda row: (row.student_id, row.notebook)),
+                                 several=len(result.notebooks) > 1,
                                  rates=pass_rates(result)), encoding="utf-8")
     return path

@@ -12,6 +12,7 @@ from autograder.grading.status import Status
 class Row:
     student_id: str
     assignment: str
+    notebook: str = ""              # the notebook's file name (an assignment may have several)
     score: float = 0.0
     max_score: float = 0.0
     status: Status = Status.GRADED
@@ -39,10 +40,16 @@ class Row:
 @dataclass
 class ClassResult:
     assignment: str
-    rows: list[Row]
-    grade_cells: list[str]
-    max_score: float
+    rows: list[Row]                 # one per student and notebook
+    grade_cells: list[str]          # grades.csv's cell columns: grade ids (notebook:grade id with several notebooks)
+    max_score: float                # of the whole assignment
     out: Path
+    notebooks: dict[str, float] = field(default_factory=dict)     # notebook -> its max score
+    cell_points: dict[str, float] = field(default_factory=dict)   # cell column -> its points
+
+    @property
+    def max_points_path(self) -> Path:
+        return self.out / "max_points.csv"
 
     @property
     def csv_path(self) -> Path:

@@ -1,0 +1,112 @@
+"""Any nbgrader assignment in source/ is graded through the CLI: an id the syllabus does not know, two
+notebooks with the same grade ids, one row per student and notebook, max_points.csv beside grades.csv."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat import v4
+
+from autograder.nbgrader_setup.workspace import Workspace
+from tests import notebooks
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+ASSIGNMENT = "ps1"  # not in the syllabus: no profile, so nothing is injected
+
+pytestmark = pytest.mark.grading
+
+
+def part(factor: int) -> nbformat.NotebookNode:
+    """A small notebook: `scale(value)` multiplies by `factor`; the parameters must stay as written."""
+    return notebooks.notebook([
+        v4.new_markdown_cell(f"# Part: scale by {factor}", id="header"),
+        notebooks.parameters("SIZE = 999"),
+        notebooks.solution(f"def scale(value):\n    ### BEGIN SOLUTION\n    return {factor} * value\n"
+                           "    ### END SOLUTION", "scale"),
+        notebooks.test_cell(f"assert scale(2) == {2 * factor}\n### BEGIN HIDDEN TESTS\n"
+                            f"assert scale(-3) == {-3 * factor}\n### END HIDDEN TESTS", "test_scale", points=3),
+        notebooks.test_cell("assert SIZE == 999, SIZE", "test_parameters", points=1),
+    ])
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    base = tmp_path_factory.mktemp("any")
+    course = base / "course"
+    source = course / "source" / ASSIGNMENT
+    source.mkdir(parents=True)
+    shutil.copyfile(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    nbformat.write(part(2), source / "part1.ipynb")
+    nbformat.write(part(5), source / "part2.ipynb")
+    releaser = Workspace(base / "release-ws", ASSIGNMENT)
+    releaser.create(source)
+    released = {name: nbformat.read(releaser.release_dir() / name, as_version=4) for name in ("part1.ipynb", "part2.ipynb")}
+    subs = base / "submissions"
+    for student, answers in {"ann": {"part1.ipynb": "2 * value", "part2.ipynb": "5 * value"},
+                             "bob": {"part1.ipynb": "2 * value", "part2.ipynb": "value + 4"},
+                             "cy": {"part1.ipynb": "value * 2"}}.items():
+        (subs / student).mkdir(parents=True)
+        for name, answer in answers.items():
+            nbformat.write(notebooks.answered(released[name], f"def scale(value):\n    return {answer}\n"),
+                           subs / student / name)
+    done = subprocess.run([str(BIN / "autograder"), "grade", ASSIGNMENT, "--submissions", str(subs), "--out",
+                           str(base / "out"), "--workers", "2", "--timeout", "60"], cwd=course, capture_output=True,
+                          text=True, timeout=600, env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"))
+    with (base / "out" / "grades.csv").open(newline="", encoding="utf-8") as handle:
+        rows = {(row["student_id"], row["notebook"]): row for row in csv.DictReader(handle)}
+    with (base / "out" / "max_points.csv").open(newline="", encoding="utf-8") as handle:
+        maxima = {row["column"]: row["max_points"] for row in csv.DictReader(handle)}
+    return {"done": done, "rows": rows, "maxima": maxima, "out": base / "out", "course": course}
+
+
+def test_an_assignment_the_syllabus_does_not_know_is_graded_and_the_run_says_so(graded):
+    done = graded["done"]
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "no profile for 'ps1' in the syllabus" in done.stdout
+
+
+def test_one_row_per_student_and_notebook(graded):
+    rows = graded["rows"]
+    scores = {key: (row["status"], float(row["score"]), float(row["max_score"])) for key, row in rows.items()}
+    assert scores == {
+        ("ann", "part1.ipynb"): ("graded", 4, 4), ("ann", "part2.ipynb"): ("graded", 4, 4),
+        ("bob", "part1.ipynb"): ("graded", 4, 4), ("bob", "part2.ipynb"): ("graded", 1, 4),
+        ("cy", "part1.ipynb"): ("graded", 4, 4), ("cy", "part2.ipynb"): ("invalid", 0, 4)}
+    assert "no part2.ipynb in the submission" in rows["cy", "part2.ipynb"]["reason"]
+
+
+def test_the_same_grade_id_in_two_notebooks_gets_a_column_each(graded):
+    rows = graded["rows"]
+    assert rows["bob", "part1.ipynb"]["part1:test_scale"] == "3" and rows["bob", "part1.ipynb"]["part2:test_scale"] == ""
+    assert rows["bob", "part2.ipynb"]["part2:test_scale"] == "0" and rows["bob", "part2.ipynb"]["part2:test_parameters"] == "1"
+
+
+def test_max_points_lists_every_column_of_grades_csv(graded):
+    assert graded["maxima"] == {"score (part1.ipynb)": "4", "score (part2.ipynb)": "4", "part1:test_scale": "3",
+                                "part1:test_parameters": "1", "part2:test_scale": "3", "part2:test_parameters": "1"}
+    with (graded["out"] / "grades.csv").open(newline="", encoding="utf-8") as handle:
+        header = next(csv.reader(handle))
+    assert [column for column in header if ":" in column] == [column for column in graded["maxima"] if ":" in column]
+
+
+def test_each_notebook_has_its_own_feedback_page(graded):
+    feedback = graded["out"] / "feedback"
+    assert sorted(path.relative_to(feedback).as_posix() for path in feedback.rglob("*.html")) == [
+        "ann/part1.html", "ann/part2.html", "bob/part1.html", "bob/part2.html", "cy/part1.html"]
+    page = notebooks.squashed_text((feedback / "bob" / "part2.html").read_text(encoding="utf-8"))
+    assert "scale(2)==10" in page and "scale(-3)" not in page, "visible test shown, hidden one not"
+
+
+def test_an_assignment_without_a_source_folder_is_refused_with_the_known_ones(graded):
+    done = subprocess.run([str(BIN / "autograder"), "grade", "ps9", "--submissions", str(graded["out"])],
+                          cwd=graded["course"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "unknown assignment 'ps9'" in done.stderr and "ps1" in done.stderr, done.stderr
