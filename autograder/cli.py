@@ -38,7 +38,9 @@ def _grade(args) -> int:
                       memory_limit_gb=args.memory_limit, force=args.force, scheduler=args.scheduler,
                       db_url=args.db, sandbox=args.sandbox,
                       limits=sandbox.Limits(disk_bytes=int(args.disk_limit * 2**30), tasks=args.task_limit,
-                                            cpu_seconds=int(args.cpu_limit)))
+                                            cpu_seconds=int(args.cpu_limit)),
+                      term=_term_file(args.term, layout), extensions=_path(args.extensions),
+                      submitted_at=_path(args.submitted_at))
     result = grade_class(args.assignment, layout.source / args.assignment, submissions, out, options=options)
     csv_path = export.write_csv(result)
     max_path = export.write_max_points(result)
@@ -46,6 +48,18 @@ def _grade(args) -> int:
     print("\n".join(report.summary_lines(result)))
     print(f"grades: {csv_path} (out of: {max_path})\nreport: {html_path}\nfeedback: {out / 'feedback'}")
     return 0
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
+
+
+def _term_file(value: str | None, layout: Layout) -> Path | None:
+    """--term, else the course's term.toml when there is one."""
+    if value:
+        return Path(value)
+    default = layout.root / "term.toml"
+    return default if default.exists() else None
 
 
 def _release(args) -> int:
@@ -137,6 +151,12 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--cpu-limit", type=float, default=0.0, metavar="SECONDS",
                        help="CPU seconds per process of a kernel's sandbox (default 0: none; the wall clock "
                             "bounds it anyway)")
+    grade.add_argument("--term", metavar="FILE",
+                       help="due dates and the late penalty (TOML; default: term.toml in the course root, if any)")
+    grade.add_argument("--extensions", metavar="CSV", help="per-student due dates: student_id,assignment,due")
+    grade.add_argument("--submitted-at", metavar="CSV",
+                       help="submission times: student_id,submitted_at (ISO 8601 with an offset); "
+                            "a submission without one is on time")
     grade.add_argument("--scheduler", metavar="ADDRESS",
                        help="run the notebooks on a dask.distributed cluster, e.g. tcp://head-node:8786")
     grade.add_argument("--db", metavar="URL",

@@ -57,8 +57,16 @@ def graded(tmp_path_factory):
         for name, answer in answers.items():
             nbformat.write(notebooks.answered(released[name], f"def scale(value):\n    return {answer}\n"),
                            subs / student / name)
+    # ann on time; bob two days late (10 % of his score per started day); cy late, within his extension
+    (course / "term.toml").write_text('[due]\nps1 = "2027-01-15T23:59:00+01:00"\n'
+                                      '[penalty]\nmethod = "per_day"\npercent_per_day = 10\ncap_percent = 50\n')
+    (base / "extensions.csv").write_text("student_id,assignment,due\ncy,ps1,2027-01-20T23:59:00+01:00\n")
+    (base / "times.csv").write_text("student_id,submitted_at\nann,2027-01-15T22:00:00+01:00\n"
+                                    "bob,2027-01-17T12:00:00+01:00\ncy,2027-01-17T12:00:00+01:00\n")
     done = subprocess.run([str(BIN / "autograder"), "grade", ASSIGNMENT, "--submissions", str(subs), "--out",
-                           str(base / "out"), "--workers", "2", "--timeout", "60"], cwd=course, capture_output=True,
+                           str(base / "out"), "--workers", "2", "--timeout", "60",
+                           "--extensions", str(base / "extensions.csv"), "--submitted-at", str(base / "times.csv")],
+                          cwd=course, capture_output=True,
                           text=True, timeout=600, env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"))
     with (base / "out" / "grades.csv").open(newline="", encoding="utf-8") as handle:
         rows = {(row["student_id"], row["notebook"]): row for row in csv.DictReader(handle)}
@@ -75,12 +83,23 @@ def test_an_assignment_the_syllabus_does_not_know_is_graded_and_the_run_says_so(
 
 def test_one_row_per_student_and_notebook(graded):
     rows = graded["rows"]
-    scores = {key: (row["status"], float(row["score"]), float(row["max_score"])) for key, row in rows.items()}
+    scores = {key: (row["status"], float(row["raw_score"]), float(row["max_score"])) for key, row in rows.items()}
     assert scores == {
         ("ann", "part1.ipynb"): ("graded", 4, 4), ("ann", "part2.ipynb"): ("graded", 4, 4),
         ("bob", "part1.ipynb"): ("graded", 4, 4), ("bob", "part2.ipynb"): ("graded", 1, 4),
         ("cy", "part1.ipynb"): ("graded", 4, 4), ("cy", "part2.ipynb"): ("invalid", 0, 4)}
     assert "no part2.ipynb in the submission" in rows["cy", "part2.ipynb"]["reason"]
+
+
+def test_the_late_penalty_follows_the_term_file_the_extensions_and_the_times(graded):
+    """term.toml in the course root is read without --term; bob is 1.5 days late: two started days."""
+    rows = graded["rows"]
+    late = {key: (row["submitted_at"], float(row["late_by"]), float(row["penalty"]), float(row["score"]))
+            for key, row in rows.items() if key[1] == "part1.ipynb"}
+    assert late == {("ann", "part1.ipynb"): ("2027-01-15T22:00:00+01:00", 0, 0, 4),
+                    ("bob", "part1.ipynb"): ("2027-01-17T12:00:00+01:00", 129660, 0.8, 3.2),
+                    ("cy", "part1.ipynb"): ("2027-01-17T12:00:00+01:00", 0, 0, 4)}
+    assert (float(rows["bob", "part2.ipynb"]["penalty"]), float(rows["bob", "part2.ipynb"]["score"])) == (0.2, 0.8)
 
 
 def test_the_same_grade_id_in_two_notebooks_gets_a_column_each(graded):

@@ -28,7 +28,7 @@ import nbformat
 from autograder import __version__
 from autograder.execution import executors, jobs, sandbox
 from autograder.execution.sandbox import Limits
-from autograder.grading import intake, tamper
+from autograder.grading import intake, lateness, tamper
 from autograder.grading.cache import Cache, safe_id
 from autograder.grading.results import ClassResult, Row
 from autograder.grading.status import Status, decide
@@ -47,6 +47,9 @@ class Options:
     db_url: str | None = None       # an SQLAlchemy URL of a shared gradebook (PostgreSQL); None: SQLite per worker
     sandbox: str = "auto"           # the kernels' sandbox: auto, bwrap or none (autograder.execution.sandbox)
     limits: Limits = Limits()       # what each kernel's sandbox may use besides memory and time
+    term: Path | None = None        # due dates and the late policy (autograder.grading.lateness)
+    extensions: Path | None = None  # per-student due dates: student_id,assignment,due
+    submitted_at: Path | None = None  # submission times: student_id,submitted_at
 
 
 class GradingError(RuntimeError):
@@ -170,6 +173,12 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
             cell_points(nbformat.read(path, as_version=4)), intake.read_class(submissions, path.name),
             Cache(out / "rows" / path.stem if several else out / "rows", path.read_bytes(), settings))
 
+    try:
+        term = _term(options, assignment_id, {submission.student_id for notebook in notebooks.values()
+                                              for submission in notebook.students})
+    except lateness.TermError as error:
+        raise GradingError(str(error)) from None
+
     def column(name: str, cell: str) -> str:
         """A graded cell's column in grades.csv: its id, after the notebook's name when there are several."""
         return f"{Path(name).stem}:{cell}" if several else cell
@@ -225,8 +234,28 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
             finish(row)
     finally:
         executor.close()
+    for row in rows:   # after the cache took the rows: a new due date or policy needs no re-grade
+        _apply_lateness(row, term)
     points = {column(name, cell): value for name, notebook in notebooks.items() for cell, value in notebook.points.items()}
     return ClassResult(assignment_id, sorted(rows, key=lambda row: (row.student_id, row.notebook)), list(points),
                        sum(notebook.max_score for notebook in notebooks.values()), out,
                        notebooks={name: notebook.max_score for name, notebook in notebooks.items()},
                        cell_points=points)
+
+
+def _term(options: Options, assignment_id: str, students: set[str]) -> lateness.Term:
+    term = lateness.read_term(options.term)
+    if options.extensions:
+        lateness.add_extensions(term, options.extensions, assignment_id, students)
+    if options.submitted_at:
+        lateness.add_times(term, options.submitted_at, students)
+    return term
+
+
+def _apply_lateness(row: Row, term: lateness.Term) -> None:
+    row.raw_score = row.score
+    at = term.submitted.get(row.student_id)
+    row.submitted_at = at.isoformat() if at else ""
+    row.late_by = term.late_seconds(row.student_id, row.assignment)
+    row.penalty = term.policy.penalty(row.score, row.late_by) if row.status in (Status.GRADED, Status.FLAGGED) else 0.0
+    row.score = max(0.0, row.raw_score - row.penalty)

@@ -13,7 +13,11 @@ class Row:
     student_id: str
     assignment: str
     notebook: str = ""              # the notebook's file name (an assignment may have several)
-    score: float = 0.0
+    score: float = 0.0              # raw_score less the late penalty
+    raw_score: float = 0.0          # what the tests gave
+    penalty: float = 0.0            # points taken for lateness (autograder.grading.lateness)
+    submitted_at: str = ""          # ISO 8601, when known
+    late_by: float = 0.0            # seconds after the (extended) due date
     max_score: float = 0.0
     status: Status = Status.GRADED
     reason: str = ""

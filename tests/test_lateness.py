@@ -1,0 +1,102 @@
+"""Due dates, extensions and late penalties (fast: no grading)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from autograder.grading import lateness
+from autograder.grading.lateness import Policy, TermError
+
+DUE = "2027-01-15T23:59:00+01:00"
+
+
+@pytest.mark.parametrize("method, late, score, expected", [
+    ("none", 10 * 86400, 8.0, 0.0),
+    ("zero", 1, 8.0, 8.0),
+    ("zero", 0, 8.0, 0.0),                   # on time: no penalty whatever the method
+    ("per_day", 1, 8.0, 0.8),                # a started day counts as a day
+    ("per_day", 86400, 8.0, 0.8),
+    ("per_day", 86401, 8.0, 1.6),
+    ("per_day", 30 * 86400, 8.0, 4.0),       # capped at 50 %
+])
+def test_the_penalty_of_each_method(method, late, score, expected):
+    assert Policy(method, percent_per_day=10, cap_percent=50).penalty(score, late) == pytest.approx(expected)
+
+
+def test_a_term_file_gives_due_dates_and_the_policy(tmp_path):
+    path = tmp_path / "term.toml"
+    path.write_text(f'[due]\nps1 = "{DUE}"\n[penalty]\nmethod = "per_day"\npercent_per_day = 10\ncap_percent = 50\n')
+    term = lateness.read_term(path)
+    assert term.due == {"ps1": datetime(2027, 1, 15, 23, 59, tzinfo=timezone(timedelta(hours=1)))}
+    assert term.policy == Policy("per_day", 10, 50)
+    assert lateness.read_term(None).policy.method == "none"
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[due]\nps1 = "2027-01-15"\n', "has no UTC offset"),
+    ('[due]\nps1 = "next friday"\n', "not an ISO 8601 date"),
+    ('[penalty]\nmethod = "half"\n', "not one of none, zero, per_day"),
+    ('[penalty]\nmethod = "per_day"\n', "needs percent_per_day > 0"),
+    ('[dues]\nps1 = 1\n', "unknown section(s) dues"),
+    ('[due\n', "term.toml"),
+])
+def test_a_bad_term_file_says_where_and_why(tmp_path, text, message):
+    path = tmp_path / "term.toml"
+    path.write_text(text)
+    with pytest.raises(TermError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        lateness.read_term(path)
+
+
+def test_extensions_and_times_decide_how_late_each_student_is(tmp_path):
+    term = lateness.Term(due={"ps1": lateness.parse_time(DUE, "t"), "ps2": lateness.parse_time(DUE, "t")})
+    (tmp_path / "ext.csv").write_text(f"student_id,assignment,due\nbob,ps1,2027-01-20T23:59:00+01:00\n"
+                                      f"dana,ps2,2027-01-20T23:59:00+01:00\n")
+    (tmp_path / "times.csv").write_text("student_id,submitted_at\nann,2027-01-17T00:00:00+01:00\n"
+                                        "bob,2027-01-17T00:00:00+01:00\n")
+    lateness.add_extensions(term, tmp_path / "ext.csv", "ps1", {"ann", "bob", "cy"})
+    lateness.add_times(term, tmp_path / "times.csv", {"ann", "bob", "cy"})
+    assert term.late_seconds("ann", "ps1") == 86400 + 60, "one day and a minute late"
+    assert term.late_seconds("bob", "ps1") == 0, "his extension runs to the 20th"
+    assert term.late_seconds("cy", "ps1") == 0, "no time given: on time"
+
+
+@pytest.mark.parametrize("extensions, times, message", [
+    ("student_id,assignment,due\nzed,ps1,2027-01-20T23:59:00Z\n", None, "line 2: student 'zed' has no submission"),
+    ("student_id,assignment,due\nann,ps7,2027-01-20T23:59:00Z\n", None, "unknown assignment 'ps7'"),
+    ("student_id,assignment,due\nann,ps1,2027-01-20T23:59:00Z\nann,ps1,2027-01-21T23:59:00Z\n", None,
+     "line 3: a second extension"),
+    ("student,due\n", None, "expected the columns student_id, assignment, due"),
+    (None, "student_id,submitted_at\nann,yesterday\n", "line 2: 'yesterday' is not an ISO 8601"),
+    (None, "student_id,submitted_at\nzed,2027-01-17T00:00:00Z\n", "student 'zed' has no submission"),
+])
+def test_a_bad_extensions_or_times_file_says_where_and_why(tmp_path, extensions, times, message):
+    term = lateness.Term(due={"ps1": lateness.parse_time(DUE, "t")})
+    with pytest.raises(TermError, match=message):
+        if extensions is not None:
+            (tmp_path / "ext.csv").write_text(extensions)
+            lateness.add_extensions(term, tmp_path / "ext.csv", "ps1", {"ann"})
+        else:
+            (tmp_path / "times.csv").write_text(times)
+            lateness.add_times(term, tmp_path / "times.csv", {"ann"})
+
+
+def test_grading_stops_before_any_work_on_a_bad_times_file(tmp_path):
+    """The whole class waits for a corrected file rather than being graded half right (fast: the check
+    comes before nbgrader generates anything)."""
+    import nbformat
+
+    from autograder.grading.pipeline import GradingError, Options, grade_class
+    from tests import notebooks
+
+    source = tmp_path / "source" / "ps1"
+    source.mkdir(parents=True)
+    nbformat.write(notebooks.tiny_assignment(), source / "ps1.ipynb")
+    (tmp_path / "subs" / "ann").mkdir(parents=True)
+    nbformat.write(notebooks.tiny_assignment(), tmp_path / "subs" / "ann" / "ps1.ipynb")
+    (tmp_path / "times.csv").write_text("student_id,submitted_at\nann,2027-01-17 noon\n")
+    with pytest.raises(GradingError, match="times.csv line 2"):
+        grade_class("ps1", source, tmp_path / "subs", tmp_path / "out",
+                    options=Options(submitted_at=tmp_path / "times.csv"), progress=lambda line: None)
+    assert not (tmp_path / "out" / "course-0").exists()
