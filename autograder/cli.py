@@ -50,6 +50,26 @@ def _grade(args) -> int:
     return 0
 
 
+def _export(args) -> int:
+    from autograder.lms import export, roster
+
+    layout = Layout.find()
+    grades_path = Path(args.grades) if args.grades else layout.build / "grading" / args.assignment / "grades.csv"
+    target = Path(args.out) if args.out else grades_path.parent / f"{args.format}-import.csv"
+    try:
+        grades, max_score = export.read_grades(grades_path)
+        students = roster.read(Path(args.roster), args.match or export.MATCH[args.format])
+        export.write(students, grades, max_score, args.assignment, args.format, target, missing=args.missing,
+                     column=args.column)
+    except (export.ExportError, roster.RosterError) as error:
+        raise GradingError(f"nothing written:\n{error}") from None
+    without = [student for student in students.ids() if student not in grades]
+    print(f"{target}: {len(students.students)} students, {len(grades)} graded"
+          + (f", {len(without)} without a submission ({'0' if args.missing == 'zero' else 'blank'}): "
+             + ", ".join(without) if without else ""))
+    return 0
+
+
 def _path(value: str | None) -> Path | None:
     return Path(value) if value else None
 
@@ -162,6 +182,22 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--db", metavar="URL",
                        help="keep the gradebook in this database (SQLAlchemy URL), e.g. postgresql://grader@db/gradebook")
     grade.set_defaults(run=_grade)
+
+    out = commands.add_parser("export", help="grades.csv as the grade import file of Canvas or Moodle")
+    out.add_argument("assignment", help="assignment id (its grades: build/grading/<assignment>/grades.csv)")
+    out.add_argument("--format", required=True, choices=("canvas", "moodle"))
+    out.add_argument("--roster", required=True, metavar="CSV",
+                     help="the class list the LMS exports (Canvas: the gradebook export; Moodle: a grade export)")
+    out.add_argument("--match", metavar="COLUMN",
+                     help="the roster column that holds the students' ids as grading knows them "
+                          "(default: ID on Canvas, Email address on Moodle)")
+    out.add_argument("--missing", choices=("zero", "blank"), default="zero",
+                     help="a roster student without a submission: 0 (default) or an empty cell")
+    out.add_argument("--column", help="the assignment's column name in the LMS (default: the roster's "
+                                      "'<assignment> (<id>)' column on Canvas, else the assignment id)")
+    out.add_argument("--grades", metavar="CSV", help="grades.csv to read (default build/grading/<assignment>/grades.csv)")
+    out.add_argument("--out", metavar="CSV", help="file to write (default: <format>-import.csv beside grades.csv)")
+    out.set_defaults(run=_export)
 
     rel = commands.add_parser("release", help="generate release/ from source/ with nbgrader")
     rel.add_argument("assignments", nargs="*", help="assignment ids (default: every one with a source)")

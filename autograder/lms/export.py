@@ -1,0 +1,108 @@
+"""A run's grades.csv as the file the LMS imports, matched against the roster it exported.
+
+    autograder export 01_session_vs_eager --format canvas --roster gradebook_export.csv
+
+- `canvas`: Canvas's gradebook import CSV, the layout of its gradebook export: `Student`, `ID`,
+  `SIS User ID`, `SIS Login ID`, `Section`, then the assignment's column, with a `Points Possible`
+  row under the header. A column named after the assignment creates a new assignment on import; the
+  export reuses the roster's column when one is named `<assignment> (<canvas id>)`, so the grades go
+  to the assignment that already exists.
+- `moodle`: Moodle's grade import CSV: the roster's user columns, then one grade column; Moodle's
+  import preview maps the id column to a user field (e.g. Email address to useremail) and the grade
+  column to a grade item.
+
+A student's grade is the sum of `score` (after the late penalty) over the assignment's notebooks.
+A roster student without a row gets 0, or an empty cell with `missing="blank"`. Nothing is written
+when a graded student is not in the roster, or a row has status `error` (the grader failed, not the
+student: re-grade it first); every such problem is listed at once.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.lms.roster import Roster
+
+FORMATS = ("canvas", "moodle")
+MATCH = {"canvas": "ID", "moodle": "Email address"}   # the roster column a student id is matched against
+CANVAS_USER_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+MOODLE_USER_COLUMNS = ("First name", "Last name", "ID number", "Institution", "Department", "Email address")
+
+
+class ExportError(ValueError):
+    """The grades cannot go to the LMS as they are: the message lists every problem."""
+
+
+@dataclass(frozen=True)
+class Grade:
+    score: float
+    max_score: float
+
+
+def read_grades(path: Path) -> tuple[dict[str, Grade], float]:
+    """grades.csv summed per student over notebooks, and the assignment's max score."""
+    problems: list[str] = []
+    grades: dict[str, Grade] = {}
+    notebooks: dict[str, float] = {}
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            for number, row in enumerate(csv.DictReader(handle), start=2):
+                student = row["student_id"]
+                if row["status"] == "error":
+                    problems.append(f"{path} line {number}: {student} has status error ({row['reason']}): re-grade it first")
+                before = grades.get(student, Grade(0.0, 0.0))
+                grades[student] = Grade(before.score + float(row["score"]), before.max_score + float(row["max_score"]))
+                notebooks[row["notebook"]] = float(row["max_score"])
+    except OSError as error:
+        raise ExportError(f"{path}: {error} (run `autograder grade` first)") from None
+    except (KeyError, ValueError) as error:
+        raise ExportError(f"{path}: not a grades.csv of `autograder grade` ({error})") from None
+    if problems:
+        raise ExportError("\n".join(problems))
+    return grades, sum(notebooks.values())
+
+
+def column_name(roster: Roster, assignment: str, fmt: str, given: str | None) -> str:
+    """The assignment's column: `given`, else the roster's `<assignment> (<id>)` on Canvas, else the id."""
+    if given:
+        return given
+    if fmt == "canvas":
+        existing = [name for name in roster.columns if name.startswith(f"{assignment} (") and name.endswith(")")]
+        if len(existing) == 1:
+            return existing[0]
+    return assignment
+
+
+def rows(roster: Roster, grades: dict[str, Grade], missing: str) -> list[tuple[dict[str, str], str]]:
+    """Every roster student with the grade to import; raises when a graded student is not in the roster."""
+    unknown = sorted(set(grades) - set(roster.students))
+    if unknown:
+        raise ExportError(f"{len(unknown)} graded student(s) not in {roster.path} (column {roster.match!r}): "
+                          + ", ".join(unknown))
+    out = []
+    for student, row in roster.students.items():
+        grade = grades.get(student)
+        out.append((row, f"{grade.score:g}" if grade else ("0" if missing == "zero" else "")))
+    return out
+
+
+def write(roster: Roster, grades: dict[str, Grade], max_score: float, assignment: str, fmt: str, target: Path, *,
+          missing: str = "zero", column: str | None = None) -> Path:
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+    matched = rows(roster, grades, missing)
+    name = column_name(roster, assignment, fmt, column)
+    users = CANVAS_USER_COLUMNS if fmt == "canvas" else tuple(
+        [column for column in MOODLE_USER_COLUMNS if column in roster.columns]
+        + ([roster.match] if roster.match not in MOODLE_USER_COLUMNS else []))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([*users, name])
+        if fmt == "canvas":
+            writer.writerow(["Points Possible", *[""] * (len(users) - 1), f"{max_score:g}"])
+        for row, value in matched:
+            writer.writerow([*(row.get(user, "") for user in users), value])
+    return target

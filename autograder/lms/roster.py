@@ -1,0 +1,55 @@
+"""The class list the LMS exports: Canvas's gradebook export or Moodle's grade export (CSV).
+
+Either file has a header row and one row per student; one of its columns identifies the student the
+way the submissions folder names them (`--match`): Canvas's `ID` (the Canvas user id) by default,
+Moodle's `Email address` by default. Canvas's export has a `Points Possible` row (and, in newer
+versions, other rows without a student id) under the header: rows with an empty id are not students.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class RosterError(ValueError):
+    """A roster that cannot be used as it is: the message says which file, line and column."""
+
+
+@dataclass(frozen=True)
+class Roster:
+    path: Path
+    columns: list[str]
+    match: str                        # the column that identifies a student
+    students: dict[str, dict[str, str]]  # id -> the student's row, in roster order
+
+    def ids(self) -> list[str]:
+        return list(self.students)
+
+
+def read(path: Path, match: str) -> Roster:
+    """Read `path`; every id in column `match` once. Duplicates are listed with their lines, all at once."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")   # Excel and Canvas may write a byte order mark
+    except (OSError, UnicodeDecodeError) as error:
+        raise RosterError(f"{path}: {error}") from None
+    reader = csv.DictReader(text.splitlines())
+    columns = [name.strip() for name in reader.fieldnames or []]
+    if match not in columns:
+        raise RosterError(f"{path}: no column {match!r} to match students by (its columns: {', '.join(columns)})")
+    students: dict[str, dict[str, str]] = {}
+    lines: dict[str, list[int]] = {}
+    for number, raw in enumerate(reader, start=2):
+        row = {(key or "").strip(): (value or "").strip() for key, value in raw.items() if key is not None}
+        student = row.get(match, "")
+        if not student:
+            continue
+        lines.setdefault(student, []).append(number)
+        students.setdefault(student, row)
+    twice = [f"{student!r} on lines {', '.join(map(str, found))}" for student, found in lines.items() if len(found) > 1]
+    if twice:
+        raise RosterError(f"{path}: the same {match} more than once (ambiguous): " + "; ".join(twice))
+    if not students:
+        raise RosterError(f"{path}: no student rows (every {match} is empty)")
+    return Roster(path, columns, match, students)

@@ -1,0 +1,151 @@
+"""`autograder export`: grades.csv (as `autograder grade` writes it) to Canvas's and Moodle's import CSV,
+matched against the roster the LMS exported. Fast: nothing is graded."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.grading import export as grades_csv
+from autograder.grading.results import ClassResult, Row
+from autograder.grading.status import Status
+from autograder.lms import export, roster
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CANVAS_ROSTER = """\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,01_session_vs_eager (4711),Current Score
+    Points Possible,,,,,16,(read only)
+"Lovelace, Ada",101,S101,ada,A,,
+"Hopper, Grace",102,S102,grace,A,,
+"Turing, Alan",103,S103,alan,B,,
+"""
+
+MOODLE_ROSTER = """First name,Last name,ID number,Institution,Department,Email address,Assignment: Lab 1 (Real)
+Ada,Lovelace,S101,Uni,CS,ada@example.org,-
+Grace,Hopper,S102,Uni,CS,grace@example.org,-
+"""
+
+
+def grades_file(folder: Path, rows: list[Row], notebooks: dict[str, float]) -> Path:
+    result = ClassResult("01_session_vs_eager", rows, [], sum(notebooks.values()), folder, notebooks=notebooks)
+    return grades_csv.write_csv(result)
+
+
+def row(student: str, score: float, *, notebook: str = "01_session_vs_eager.ipynb", max_score: float = 16,
+        status: Status = Status.GRADED, reason: str = "") -> Row:
+    return Row(student, "01_session_vs_eager", notebook=notebook, score=score, raw_score=score, max_score=max_score,
+               status=status, reason=reason)
+
+
+def read_csv(path: Path) -> list[list[str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.reader(handle))
+
+
+def write_roster(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "roster.csv"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_canvas_import_keeps_the_export_layout_and_the_existing_assignment_column(tmp_path):
+    grades, max_score = export.read_grades(grades_file(tmp_path, [row("101", 12.5), row("103", 16)],
+                                                       {"01_session_vs_eager.ipynb": 16}))
+    students = roster.read(write_roster(tmp_path, CANVAS_ROSTER), "ID")
+    target = export.write(students, grades, max_score, "01_session_vs_eager", "canvas", tmp_path / "canvas.csv")
+    assert read_csv(target) == [
+        ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "01_session_vs_eager (4711)"],
+        ["Points Possible", "", "", "", "", "16"],
+        ["Lovelace, Ada", "101", "S101", "ada", "A", "12.5"],
+        ["Hopper, Grace", "102", "S102", "grace", "A", "0"],    # in the roster, no submission: 0
+        ["Turing, Alan", "103", "S103", "alan", "B", "16"],
+    ]
+
+
+def test_missing_blank_leaves_the_cell_empty_and_a_new_column_is_named_after_the_assignment(tmp_path):
+    grades, max_score = export.read_grades(grades_file(tmp_path, [row("101", 3)], {"01_session_vs_eager.ipynb": 16}))
+    plain = CANVAS_ROSTER.replace(",01_session_vs_eager (4711)", "").replace(",16,(read only)", ",(read only)")
+    plain = plain.replace(",,\n", ",\n")
+    students = roster.read(write_roster(tmp_path, plain), "ID")
+    target = export.write(students, grades, max_score, "01_session_vs_eager", "canvas", tmp_path / "c.csv",
+                          missing="blank")
+    lines = read_csv(target)
+    assert lines[0][-1] == "01_session_vs_eager"
+    assert [line[-1] for line in lines[2:]] == ["3", "", ""]
+
+
+def test_the_grade_is_the_penalised_score_summed_over_the_notebooks(tmp_path):
+    late = row("101", 6, notebook="a.ipynb", max_score=10)
+    late.raw_score, late.penalty = 8, 2
+    path = grades_file(tmp_path, [late, row("101", 5, notebook="b.ipynb", max_score=6)],
+                       {"a.ipynb": 10, "b.ipynb": 6})
+    grades, max_score = export.read_grades(path)
+    assert grades["101"] == export.Grade(11, 16) and max_score == 16
+
+
+def test_moodle_import_has_the_rosters_user_columns_and_one_grade_column(tmp_path):
+    grades, max_score = export.read_grades(grades_file(tmp_path, [row("grace@example.org", 9)],
+                                                       {"01_session_vs_eager.ipynb": 16}))
+    students = roster.read(write_roster(tmp_path, MOODLE_ROSTER), "Email address")
+    target = export.write(students, grades, max_score, "01_session_vs_eager", "moodle", tmp_path / "m.csv")
+    assert read_csv(target) == [
+        ["First name", "Last name", "ID number", "Institution", "Department", "Email address", "01_session_vs_eager"],
+        ["Ada", "Lovelace", "S101", "Uni", "CS", "ada@example.org", "0"],
+        ["Grace", "Hopper", "S102", "Uni", "CS", "grace@example.org", "9"],
+    ]
+
+
+def test_a_graded_student_missing_from_the_roster_writes_nothing_and_is_named(tmp_path):
+    grades, max_score = export.read_grades(grades_file(tmp_path, [row("101", 1), row("999", 2), row("998", 2)],
+                                                       {"01_session_vs_eager.ipynb": 16}))
+    students = roster.read(write_roster(tmp_path, CANVAS_ROSTER), "ID")
+    with pytest.raises(export.ExportError, match="2 graded student.*998, 999"):
+        export.write(students, grades, max_score, "01_session_vs_eager", "canvas", tmp_path / "c.csv")
+    assert not (tmp_path / "c.csv").exists()
+
+
+def test_a_roster_with_an_id_twice_is_ambiguous_and_names_the_lines(tmp_path):
+    twice = CANVAS_ROSTER + '"Lovelace, Ada (2)",101,S104,ada2,B,,\n'
+    with pytest.raises(roster.RosterError, match=r"'101' on lines 3, 6"):
+        roster.read(write_roster(tmp_path, twice), "ID")
+
+
+def test_a_roster_without_the_match_column_names_its_columns(tmp_path):
+    with pytest.raises(roster.RosterError, match="no column 'Email address'.*Student, ID"):
+        roster.read(write_roster(tmp_path, CANVAS_ROSTER), "Email address")
+
+
+def test_a_row_the_grader_failed_blocks_the_export(tmp_path):
+    path = grades_file(tmp_path, [row("101", 0, status=Status.ERROR, reason="grading crashed: boom"), row("102", 3)],
+                       {"01_session_vs_eager.ipynb": 16})
+    with pytest.raises(export.ExportError, match="101 has status error .*re-grade it first"):
+        export.read_grades(path)
+
+
+def cli_export(grades: Path, roster_path: Path, target: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograder.cli", "export", "01_session_vs_eager", "--format",
+                           "canvas", "--roster", str(roster_path), "--grades", str(grades), "--out", str(target)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_the_cli_exits_2_with_every_problem_and_writes_nothing(tmp_path):
+    path = grades_file(tmp_path, [row("555", 1)], {"01_session_vs_eager.ipynb": 16})
+    roster_path = write_roster(tmp_path, CANVAS_ROSTER)
+    target = tmp_path / "out.csv"
+    done = cli_export(path, roster_path, target)
+    assert done.returncode == 2 and "nothing written" in done.stderr and "555" in done.stderr
+    assert not target.exists()
+
+
+def test_the_cli_writes_the_import_file_and_says_who_had_no_submission(tmp_path):
+    path = grades_file(tmp_path, [row("101", 4)], {"01_session_vs_eager.ipynb": 16})
+    roster_path = write_roster(tmp_path, CANVAS_ROSTER)
+    target = tmp_path / "out.csv"
+    done = cli_export(path, roster_path, target)
+    assert done.returncode == 0, done.stderr
+    assert "3 students, 1 graded, 2 without a submission (0): 102, 103" in done.stdout
+    assert read_csv(target)[2][-1] == "4"
