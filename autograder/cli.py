@@ -39,8 +39,9 @@ def _grade(args) -> int:
                       db_url=args.db, sandbox=args.sandbox,
                       limits=sandbox.Limits(disk_bytes=int(args.disk_limit * 2**30), tasks=args.task_limit,
                                             cpu_seconds=int(args.cpu_limit)),
-                      term=_term_file(args.term, layout), extensions=_path(args.extensions),
-                      submitted_at=_path(args.submitted_at))
+                      term=_course_file(args.term, layout.root / "term.toml"), extensions=_path(args.extensions),
+                      submitted_at=_path(args.submitted_at),
+                      overrides=_course_file(args.overrides, layout.root / "overrides" / f"{args.assignment}.csv"))
     result = grade_class(args.assignment, layout.source / args.assignment, submissions, out, options=options)
     csv_path = export.write_csv(result)
     max_path = export.write_max_points(result)
@@ -74,11 +75,10 @@ def _path(value: str | None) -> Path | None:
     return Path(value) if value else None
 
 
-def _term_file(value: str | None, layout: Layout) -> Path | None:
-    """--term, else the course's term.toml when there is one."""
+def _course_file(value: str | None, default: Path) -> Path | None:
+    """The file an option names, else the course's own file when there is one (term.toml, overrides/)."""
     if value:
         return Path(value)
-    default = layout.root / "term.toml"
     return default if default.exists() else None
 
 
@@ -177,6 +177,9 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--submitted-at", metavar="CSV",
                        help="submission times: student_id,submitted_at (ISO 8601 with an offset); "
                             "a submission without one is on time")
+    grade.add_argument("--overrides", metavar="CSV",
+                       help="points set by hand: student_id,cell,points,comment,grader (default: "
+                            "overrides/<assignment>.csv in the course root, if any); they survive --force")
     grade.add_argument("--scheduler", metavar="ADDRESS",
                        help="run the notebooks on a dask.distributed cluster, e.g. tcp://head-node:8786")
     grade.add_argument("--db", metavar="URL",

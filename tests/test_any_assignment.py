@@ -63,16 +63,28 @@ def graded(tmp_path_factory):
     (base / "extensions.csv").write_text("student_id,assignment,due\ncy,ps1,2027-01-20T23:59:00+01:00\n")
     (base / "times.csv").write_text("student_id,submitted_at\nann,2027-01-15T22:00:00+01:00\n"
                                     "bob,2027-01-17T12:00:00+01:00\ncy,2027-01-17T12:00:00+01:00\n")
-    done = subprocess.run([str(BIN / "autograder"), "grade", ASSIGNMENT, "--submissions", str(subs), "--out",
-                           str(base / "out"), "--workers", "2", "--timeout", "60",
-                           "--extensions", str(base / "extensions.csv"), "--submitted-at", str(base / "times.csv")],
-                          cwd=course, capture_output=True,
-                          text=True, timeout=600, env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"))
-    with (base / "out" / "grades.csv").open(newline="", encoding="utf-8") as handle:
-        rows = {(row["student_id"], row["notebook"]): row for row in csv.DictReader(handle)}
+    # read from overrides/ps1.csv in the course root without an option: an appeal lowers bob's part 1
+    (course / "overrides").mkdir()
+    (course / "overrides" / "ps1.csv").write_text(
+        "student_id,cell,points,comment,grader\nbob,part1:test_parameters,0,changed SIZE by hand,TA Kim\n")
+    done = grade(subs, base / "out", course, "--extensions", str(base / "extensions.csv"),
+                 "--submitted-at", str(base / "times.csv"))
     with (base / "out" / "max_points.csv").open(newline="", encoding="utf-8") as handle:
         maxima = {row["column"]: row["max_points"] for row in csv.DictReader(handle)}
-    return {"done": done, "rows": rows, "maxima": maxima, "out": base / "out", "course": course}
+    return {"done": done, "rows": grades(base / "out"), "maxima": maxima, "out": base / "out", "course": course,
+            "submissions": subs, "base": base}
+
+
+def grade(subs: Path, out: Path, course: Path, *options: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "autograder"), "grade", ASSIGNMENT, "--submissions", str(subs), "--out",
+                           str(out), "--workers", "2", "--timeout", "60", *options],
+                          cwd=course, capture_output=True,
+                          text=True, timeout=600, env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"))
+
+
+def grades(out: Path) -> dict[tuple[str, str], dict[str, str]]:
+    with (out / "grades.csv").open(newline="", encoding="utf-8") as handle:
+        return {(row["student_id"], row["notebook"]): row for row in csv.DictReader(handle)}
 
 
 def test_an_assignment_the_syllabus_does_not_know_is_graded_and_the_run_says_so(graded):
@@ -86,7 +98,7 @@ def test_one_row_per_student_and_notebook(graded):
     scores = {key: (row["status"], float(row["raw_score"]), float(row["max_score"])) for key, row in rows.items()}
     assert scores == {
         ("ann", "part1.ipynb"): ("graded", 4, 4), ("ann", "part2.ipynb"): ("graded", 4, 4),
-        ("bob", "part1.ipynb"): ("graded", 4, 4), ("bob", "part2.ipynb"): ("graded", 1, 4),
+        ("bob", "part1.ipynb"): ("graded", 3, 4), ("bob", "part2.ipynb"): ("graded", 1, 4),  # 3: overridden
         ("cy", "part1.ipynb"): ("graded", 4, 4), ("cy", "part2.ipynb"): ("invalid", 0, 4)}
     assert "no part2.ipynb in the submission" in rows["cy", "part2.ipynb"]["reason"]
 
@@ -97,7 +109,7 @@ def test_the_late_penalty_follows_the_term_file_the_extensions_and_the_times(gra
     late = {key: (row["submitted_at"], float(row["late_by"]), float(row["penalty"]), float(row["score"]))
             for key, row in rows.items() if key[1] == "part1.ipynb"}
     assert late == {("ann", "part1.ipynb"): ("2027-01-15T22:00:00+01:00", 0, 0, 4),
-                    ("bob", "part1.ipynb"): ("2027-01-17T12:00:00+01:00", 129660, 0.8, 3.2),
+                    ("bob", "part1.ipynb"): ("2027-01-17T12:00:00+01:00", 129660, 0.6, 2.4),  # 20 % of 3
                     ("cy", "part1.ipynb"): ("2027-01-17T12:00:00+01:00", 0, 0, 4)}
     assert (float(rows["bob", "part2.ipynb"]["penalty"]), float(rows["bob", "part2.ipynb"]["score"])) == (0.2, 0.8)
 
@@ -106,6 +118,31 @@ def test_the_same_grade_id_in_two_notebooks_gets_a_column_each(graded):
     rows = graded["rows"]
     assert rows["bob", "part1.ipynb"]["part1:test_scale"] == "3" and rows["bob", "part1.ipynb"]["part2:test_scale"] == ""
     assert rows["bob", "part2.ipynb"]["part2:test_scale"] == "0" and rows["bob", "part2.ipynb"]["part2:test_parameters"] == "1"
+
+
+def test_an_override_sets_the_cell_says_who_and_why_and_survives_a_forced_regrade(graded):
+    row = graded["rows"]["bob", "part1.ipynb"]
+    assert row["part1:test_parameters"] == "0"
+    assert row["overrides"] == "part1:test_parameters: 1 -> 0 by TA Kim (changed SIZE by hand)"
+    report = (graded["out"] / "report.html").read_text(encoding="utf-8")
+    assert "part1:test_parameters: 1 -&gt; 0 by TA Kim (changed SIZE by hand)" in report
+    again = grade(graded["submissions"], graded["out"], graded["course"], "--force", "--extensions",
+                  str(graded["base"] / "extensions.csv"), "--submitted-at", str(graded["base"] / "times.csv"))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "(unchanged, not re-graded)" not in again.stdout, "--force re-ran every notebook"
+    def timeless(rows):
+        return {key: {column: value for column, value in row.items() if column != "seconds"} for key, row in rows.items()}
+
+    assert timeless(grades(graded["out"])) == timeless(graded["rows"])
+
+
+def test_an_override_for_an_unknown_cell_stops_the_run_before_grading(graded, tmp_path):
+    bad = tmp_path / "overrides.csv"
+    bad.write_text("student_id,cell,points,comment,grader\nann,test_scale,1,,TA Kim\n")
+    done = grade(graded["submissions"], tmp_path / "out", graded["course"], "--overrides", str(bad))
+    assert done.returncode == 2
+    assert f"{bad} line 2: unknown cell 'test_scale'" in done.stderr and "part1:test_scale" in done.stderr
+    assert not (tmp_path / "out" / "jobs").exists(), "nothing ran"
 
 
 def test_max_points_lists_every_column_of_grades_csv(graded):

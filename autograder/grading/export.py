@@ -9,7 +9,7 @@ from pathlib import Path
 from autograder.grading.results import ClassResult
 
 COLUMNS = ("student_id", "assignment", "notebook", "submitted_at", "late_by", "raw_score", "penalty", "score",
-           "max_score", "status", "reason", "seconds")
+           "max_score", "status", "reason", "overrides", "seconds")
 
 
 def write_csv(result: ClassResult, path: Path | None = None) -> Path:
@@ -21,7 +21,7 @@ def write_csv(result: ClassResult, path: Path | None = None) -> Path:
         for row in sorted(result.rows, key=lambda r: (r.student_id, r.notebook)):
             writer.writerow([row.student_id, row.assignment, row.notebook, row.submitted_at, f"{row.late_by:g}",
                              f"{row.raw_score:g}", f"{row.penalty:g}", f"{row.score:g}", f"{row.max_score:g}",
-                             row.status, row.reason, f"{row.seconds:g}",
+                             row.status, row.reason, "; ".join(row.overrides), f"{row.seconds:g}",
                              *(f"{row.cells[cell]:g}" if cell in row.cells else "" for cell in result.grade_cells)])
     return path
 

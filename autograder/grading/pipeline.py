@@ -28,7 +28,7 @@ import nbformat
 from autograder import __version__
 from autograder.execution import executors, jobs, sandbox
 from autograder.execution.sandbox import Limits
-from autograder.grading import intake, lateness, tamper
+from autograder.grading import intake, lateness, overrides, tamper
 from autograder.grading.cache import Cache, safe_id
 from autograder.grading.results import ClassResult, Row
 from autograder.grading.status import Status, decide
@@ -50,6 +50,7 @@ class Options:
     term: Path | None = None        # due dates and the late policy (autograder.grading.lateness)
     extensions: Path | None = None  # per-student due dates: student_id,assignment,due
     submitted_at: Path | None = None  # submission times: student_id,submitted_at
+    overrides: Path | None = None   # points set by hand (autograder.grading.overrides)
 
 
 class GradingError(RuntimeError):
@@ -173,15 +174,17 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
             cell_points(nbformat.read(path, as_version=4)), intake.read_class(submissions, path.name),
             Cache(out / "rows" / path.stem if several else out / "rows", path.read_bytes(), settings))
 
-    try:
-        term = _term(options, assignment_id, {submission.student_id for notebook in notebooks.values()
-                                              for submission in notebook.students})
-    except lateness.TermError as error:
-        raise GradingError(str(error)) from None
-
     def column(name: str, cell: str) -> str:
         """A graded cell's column in grades.csv: its id, after the notebook's name when there are several."""
         return f"{Path(name).stem}:{cell}" if several else cell
+
+    points = {column(name, cell): value for name, notebook in notebooks.items() for cell, value in notebook.points.items()}
+    students = {submission.student_id for notebook in notebooks.values() for submission in notebook.students}
+    try:
+        term = _term(options, assignment_id, students)
+        by_hand = overrides.read(options.overrides, points, students) if options.overrides else []
+    except (lateness.TermError, overrides.OverrideError) as error:
+        raise GradingError(str(error)) from None
 
     feedback_out = out / "feedback"
     feedback_out.mkdir(exist_ok=True)
@@ -234,9 +237,9 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
             finish(row)
     finally:
         executor.close()
-    for row in rows:   # after the cache took the rows: a new due date or policy needs no re-grade
+    for row in rows:   # after the cache took the rows: a new override, due date or policy needs no re-grade
+        overrides.apply(row, by_hand, {column(row.notebook, cell) for cell in notebooks[row.notebook].points})
         _apply_lateness(row, term)
-    points = {column(name, cell): value for name, notebook in notebooks.items() for cell, value in notebook.points.items()}
     return ClassResult(assignment_id, sorted(rows, key=lambda row: (row.student_id, row.notebook)), list(points),
                        sum(notebook.max_score for notebook in notebooks.values()), out,
                        notebooks={name: notebook.max_score for name, notebook in notebooks.items()},

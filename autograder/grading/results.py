@@ -25,6 +25,7 @@ class Row:
     cells: dict[str, float] = field(default_factory=dict)
     feedback: Path | None = None
     notes: list[str] = field(default_factory=list)
+    overrides: list[str] = field(default_factory=list)  # points set by hand: cell, before -> after, by whom, why
     reused: bool = False
     host: str = ""                  # where the notebook ran (a Dask worker's address on a cluster)
 
