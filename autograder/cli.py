@@ -71,6 +71,32 @@ def _export(args) -> int:
     return 0
 
 
+def _feedback(args) -> int:
+    from datetime import datetime, timezone
+
+    from autograder.grading import lateness
+    from autograder.lms import feedback_zip
+
+    layout = Layout.find()
+    out = Path(args.grades_dir) if args.grades_dir else layout.build / "grading" / args.assignment
+    target = Path(args.out) if args.out else out / "feedback.zip"
+    try:
+        term = lateness.read_term(_course_file(args.term, layout.root / "term.toml"))
+        if args.extensions:
+            lateness.add_extensions(term, Path(args.extensions), args.assignment, feedback_zip.students(out))
+        released = feedback_zip.build(out, args.assignment, target, term=term, include_results=args.test_results,
+                                      now=datetime.now(timezone.utc))
+    except (lateness.TermError, feedback_zip.FeedbackError) as error:
+        raise GradingError(str(error)) from None
+    print(f"{target}: {released.pages} feedback pages of {released.students} students")
+    for line in released.without_page:
+        print(f"  no feedback page: {line}")
+    if args.test_results:
+        print(f"  test results for {len(released.with_results)} students past their due date"
+              + (f"; withheld, not yet due: {', '.join(released.withheld)}" if released.withheld else ""))
+    return 0
+
+
 def _path(value: str | None) -> Path | None:
     return Path(value) if value else None
 
@@ -201,6 +227,17 @@ def parser() -> argparse.ArgumentParser:
     out.add_argument("--grades", metavar="CSV", help="grades.csv to read (default build/grading/<assignment>/grades.csv)")
     out.add_argument("--out", metavar="CSV", help="file to write (default: <format>-import.csv beside grades.csv)")
     out.set_defaults(run=_export)
+
+    fb = commands.add_parser("feedback", help="the class's feedback pages as one zip for the LMS")
+    fb.add_argument("assignment", help="assignment id (its run: build/grading/<assignment>/)")
+    fb.add_argument("--test-results", action="store_true",
+                    help="add every graded test's name and result, hidden tests included (never their code), "
+                         "for the students whose due date has passed")
+    fb.add_argument("--term", metavar="FILE", help="due dates (default: term.toml in the course root, if any)")
+    fb.add_argument("--extensions", metavar="CSV", help="per-student due dates: student_id,assignment,due")
+    fb.add_argument("--grades-dir", metavar="DIR", help="the run's folder (default build/grading/<assignment>)")
+    fb.add_argument("--out", metavar="ZIP", help="zip to write (default <run folder>/feedback.zip)")
+    fb.set_defaults(run=_feedback)
 
     rel = commands.add_parser("release", help="generate release/ from source/ with nbgrader")
     rel.add_argument("assignments", nargs="*", help="assignment ids (default: every one with a source)")
