@@ -176,7 +176,9 @@ def parser() -> argparse.ArgumentParser:
 
     grade = commands.add_parser("grade", help="grade a class of submissions")
     grade.add_argument("assignment", help="assignment id: a folder of source/, e.g. 00_gpu_setup")
-    grade.add_argument("--submissions", required=True, help="folder of <student_id>/<notebook>.ipynb or <student_id>.zip")
+    grade.add_argument("--submissions", required=True,
+                       help="folder of <student_id>/<notebook>.ipynb or <student_id>.zip, or Canvas's or Moodle's "
+                            "download of all submissions (the zip or its unpacked folder)")
     grade.add_argument("--out", help="output folder (default build/grading/<assignment>)")
     grade.add_argument("--profile", default="grade", choices=syllabus.PROFILES, help="profile injected (default grade)")
     grade.add_argument("--workers", type=_positive(int),

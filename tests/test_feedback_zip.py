@@ -93,3 +93,20 @@ def test_with_several_notebooks_each_results_page_holds_its_own_notebooks_tests(
 def test_a_run_folder_without_grades_says_to_grade_first(tmp_path):
     with pytest.raises(feedback_zip.FeedbackError, match="run `autograder grade` first"):
         build(tmp_path, Term())
+
+
+def test_students_of_an_lms_download_get_the_names_the_lms_takes_back(tmp_path):
+    out = run_folder(tmp_path, ["ps1.ipynb"])
+    (out / "intake.csv").write_text(
+        "student_id,notebook,lms,name,late_marked,origin,reupload,problem\n"
+        "ann,ps1.ipynb,canvas,annlee,yes,annlee_LATE_ann_9_ps1.ipynb,annlee_LATE_12345_678_,\n"
+        "bob,ps1.ipynb,moodle,Bob Ray,,x,Bob Ray_1002_assignsubmission_file/,\n"
+        "cy,ps1.ipynb,moodle,,,x,,not a notebook\n")
+    released, archive = build(out, Term(due={"ps1": PAST}))
+    assert sorted(archive.namelist()) == [
+        "Bob Ray_1002_assignsubmission_file/ps1-feedback.html", "Bob Ray_1002_assignsubmission_file/ps1-test-results.html",
+        "annlee_LATE_12345_678_ps1-feedback.html", "annlee_LATE_12345_678_ps1-test-results.html",
+        "cy/ps1-test-results.html"]     # no re-upload name: cy's file named no student the LMS knows
+    # Canvas's re-upload reads the user and attachment ids as the first two all-digit parts of the name
+    digits = [part for part in "annlee_LATE_12345_678_ps1-feedback.html".split("_") if part.isdigit()][:2]
+    assert digits == ["12345", "678"]

@@ -100,3 +100,14 @@ def test_grading_stops_before_any_work_on_a_bad_times_file(tmp_path):
         grade_class("ps1", source, tmp_path / "subs", tmp_path / "out",
                     options=Options(submitted_at=tmp_path / "times.csv"), progress=lambda line: None)
     assert not (tmp_path / "out" / "course-0").exists()
+
+
+def test_the_lms_late_marker_without_a_time_charges_one_started_day():
+    Term = lateness.Term
+    term = Term(policy=Policy("per_day", 10, 50), marked_late={"ann", "bob"})
+    term.submitted["bob"] = lateness.parse_time("2027-01-01T00:00:00+00:00", "t")
+    assert term.charged_by_marker("ann")
+    assert not term.charged_by_marker("bob")        # a given time wins over the marker
+    assert not term.charged_by_marker("cy")
+    assert not Term(marked_late={"ann"}).charged_by_marker("ann")   # no policy: no charge
+    assert term.policy.penalty(8.0, 1) == pytest.approx(0.8)

@@ -1,10 +1,15 @@
-"""Read a folder of submissions, as an LMS download gives it, without changing it.
+"""Read a class of submissions without changing it: a folder of students, or an LMS's bulk download.
 
     DIR/<student_id>/<notebook>.ipynb     a folder per student
     DIR/<student_id>.zip                  or a zip per student
+    canvas-submissions.zip, or DIR        Canvas's or Moodle's "download all submissions" zip, or the
+                                          folder it unpacks to (autograder.lms.downloads: the names
+                                          give the student id, Canvas's LATE marker and the name under
+                                          which feedback goes back)
 
-Each entry becomes a `Submission`: either a notebook to grade (read into memory) or a rejection
-with the reason, so the rest of the class is still graded.
+Each student becomes a `Submission`: either a notebook to grade (read into memory) or a rejection
+with the reason, so the rest of the class is still graded. A file of an LMS download whose name follows
+none of the LMS's rules becomes a rejection of its own: nothing is dropped.
 """
 
 from __future__ import annotations
@@ -15,11 +20,15 @@ import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Callable
 
 import nbformat
 
+from autograder.lms import downloads
+
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
-MAX_ZIP_ENTRIES = 1000
+MAX_ZIP_ENTRIES = 1000             # in one student's zip
+MAX_DOWNLOAD_ENTRIES = 50000       # in a whole class's download
 
 
 @dataclass(frozen=True)
@@ -28,6 +37,10 @@ class Submission:
     origin: str                 # the file or folder it came from, relative to DIR
     notebook_bytes: bytes | None = None
     problem: str = ""           # why it cannot be graded; empty when it can
+    lms: str = ""               # "canvas" or "moodle" when it came from that LMS's download
+    name: str = ""              # the student's name as the LMS wrote it
+    late_marked: bool = False   # the LMS marked it late (Canvas's LATE)
+    reupload: str = ""          # the start of a feedback file's name that the LMS takes back to this student
 
     @property
     def ok(self) -> bool:
@@ -39,9 +52,15 @@ class Submission:
 
 
 def read_class(submissions: Path, notebook_name: str) -> list[Submission]:
-    """Every student in `submissions`, sorted by student id."""
+    """Every student in `submissions` (a folder, or an LMS download's zip), in the order of their entries."""
+    if submissions.is_file() and submissions.suffix.lower() == ".zip":
+        return _from_download_zip(submissions, notebook_name)
     if not submissions.is_dir():
-        raise NotADirectoryError(f"submissions folder {submissions} does not exist or is not a folder")
+        raise NotADirectoryError(f"submissions {submissions} is neither a folder nor a zip file")
+    files = _files_below(submissions)
+    layout = downloads.detect(list(files))
+    if layout:
+        return _from_download(layout, files, notebook_name, origin="")
     found = []
     for entry in sorted(submissions.iterdir(), key=lambda path: path.name):
         if entry.name.startswith("."):
@@ -92,16 +111,17 @@ def _from_folder(folder: Path, notebook_name: str) -> Submission:
     return _validated(student_id, origin, path.read_bytes())
 
 
-def _from_zip(archive: Path, notebook_name: str) -> Submission:
-    student_id = archive.stem
+def _from_zip(archive: Path | io.BytesIO, notebook_name: str, student_id: str = "", origin: str = "") -> Submission:
+    student_id = student_id or archive.stem
+    origin = origin or archive.name
     try:
         with zipfile.ZipFile(archive) as bundle:
             infos = bundle.infolist()
             if len(infos) > MAX_ZIP_ENTRIES:
-                return Submission(student_id, archive.name, problem=f"the zip has more than {MAX_ZIP_ENTRIES} entries")
+                return Submission(student_id, origin, problem=f"the zip has more than {MAX_ZIP_ENTRIES} entries")
             for info in infos:
                 if _escapes(info.filename):
-                    return Submission(student_id, archive.name,
+                    return Submission(student_id, origin,
                                       problem=f"zip entry {info.filename!r} would land outside the extraction folder")
             names = [info.filename for info in infos if not info.is_dir()
                      and info.filename.endswith(".ipynb") and "__MACOSX" not in info.filename
@@ -109,15 +129,103 @@ def _from_zip(archive: Path, notebook_name: str) -> Submission:
             by_name = {PurePosixPath(name).name: name for name in names}
             chosen, problem = _pick(sorted(by_name), notebook_name)
             if not chosen:
-                return Submission(student_id, archive.name, problem=problem)
+                return Submission(student_id, origin, problem=problem)
             info = bundle.getinfo(by_name[chosen])
             if info.file_size > MAX_NOTEBOOK_BYTES:
-                return Submission(student_id, archive.name,
+                return Submission(student_id, origin,
                                   problem=f"the notebook is larger than the limit of {MAX_NOTEBOOK_BYTES:,} bytes")
             data = bundle.read(info)
     except (zipfile.BadZipFile, OSError) as error:
-        return Submission(student_id, archive.name, problem=f"not a readable zip file: {error}")
-    return _validated(student_id, f"{archive.name}:{by_name[chosen]}", data)
+        return Submission(student_id, origin, problem=f"not a readable zip file: {error}")
+    return _validated(student_id, f"{origin}:{by_name[chosen]}", data)
+
+
+@dataclass(frozen=True)
+class _File:
+    size: int
+    read: Callable[[], bytes]
+    problem: str = ""
+
+
+def _files_below(folder: Path) -> dict[str, _File]:
+    """Every file under `folder` by its relative path; symbolic links are listed, never followed."""
+    files: dict[str, _File] = {}
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder).as_posix()
+        if path.is_symlink():
+            files[relative] = _File(0, bytes, "is a symbolic link: not followed")
+        elif path.is_file():       # rglob does not descend into linked folders
+            files[relative] = _File(path.stat().st_size, path.read_bytes)
+        if len(files) > MAX_DOWNLOAD_ENTRIES:
+            break
+    return files
+
+
+def _from_download_zip(archive: Path, notebook_name: str) -> list[Submission]:
+    try:
+        with zipfile.ZipFile(archive) as bundle:
+            infos = [info for info in bundle.infolist() if not info.is_dir()]
+            if len(infos) > MAX_DOWNLOAD_ENTRIES:
+                raise NotADirectoryError(f"{archive}: more than {MAX_DOWNLOAD_ENTRIES} files: not a class's download")
+            files = {info.filename: _File(info.file_size, (lambda name=info.filename: _member(archive, name)),
+                                          "would land outside the extraction folder" if _escapes(info.filename) else "")
+                     for info in infos}
+    except (zipfile.BadZipFile, OSError) as error:
+        raise NotADirectoryError(f"{archive}: not a readable zip file: {error}") from None
+    layout = downloads.detect(list(files))
+    if layout is None:
+        raise NotADirectoryError(f"{archive}: its files follow neither Canvas's naming ({downloads.CANVAS_RULE}) "
+                                 f"nor Moodle's ({downloads.MOODLE_RULE}); unpack a folder of students instead")
+    return _from_download(layout, files, notebook_name, origin=f"{archive.name}:")
+
+
+def _member(archive: Path, name: str) -> bytes:
+    with zipfile.ZipFile(archive) as bundle:
+        return bundle.read(name)
+
+
+def _from_download(layout: str, files: dict[str, _File], notebook_name: str, origin: str) -> list[Submission]:
+    """An LMS download: every file attributed to a student by the LMS's rule, one Submission per student
+    and one rejection per file that follows no rule."""
+    by_student: dict[str, list[downloads.Entry]] = {}
+    found: list[Submission] = []
+    for path, file in files.items():
+        if downloads.hidden(path):
+            continue
+        entry = downloads.parse(layout, path)
+        if entry is None or file.problem:
+            reason = file.problem or f"its name follows no {layout.capitalize()} rule ({downloads.rule(layout)})"
+            found.append(Submission(path, origin + path, problem=f"{path}: {reason}", lms=layout))
+        else:
+            by_student.setdefault(entry.student_id, []).append(entry)
+    for student_id, entries in by_student.items():
+        found.append(_from_entries(layout, student_id, entries, files, notebook_name, origin))
+    return found
+
+
+def _from_entries(layout: str, student_id: str, entries: list[downloads.Entry], files: dict[str, _File],
+                  notebook_name: str, origin: str) -> Submission:
+    first = entries[0]
+    about = {"lms": layout, "name": first.name, "late_marked": any(entry.late for entry in entries)}
+    by_name = {entry.file_name: entry for entry in entries}
+    chosen, problem = _pick(sorted(by_name), notebook_name)
+    if not chosen:
+        zips = [entry for entry in entries if entry.file_name.lower().endswith(".zip")]
+        if len(zips) == 1 and problem.startswith("no "):   # a notebook uploaded inside a zip
+            entry = zips[0]
+            inner = _from_zip(io.BytesIO(files[entry.path].read()), notebook_name, student_id, origin + entry.path)
+            return _with(inner, about, entry.reupload)
+        return Submission(student_id, origin + first.path, problem=problem, reupload=first.reupload, **about)
+    entry = by_name[chosen]
+    if files[entry.path].size > MAX_NOTEBOOK_BYTES:
+        return Submission(student_id, origin + entry.path, reupload=entry.reupload,
+                          problem=f"the notebook is larger than the limit of {MAX_NOTEBOOK_BYTES:,} bytes", **about)
+    return _with(_validated(student_id, origin + entry.path, files[entry.path].read()), about, entry.reupload)
+
+
+def _with(submission: Submission, about: dict, reupload: str) -> Submission:
+    return Submission(submission.student_id, submission.origin, submission.notebook_bytes, submission.problem,
+                      reupload=reupload, **about)
 
 
 def _escapes(name: str) -> bool:

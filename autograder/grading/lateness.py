@@ -11,7 +11,8 @@ The term file (TOML, the instructor edits it; `term.toml` at the course root by 
     cap_percent = 50                        # per_day: never more than this share
 
 Extensions (CSV: `student_id,assignment,due`, a new due date for one student) and submission times
-(CSV: `student_id,submitted_at`) are files of their own. A submission without a time is on time.
+(CSV: `student_id,submitted_at`) are files of their own. A submission without a time is on time,
+unless the LMS's download marked it late (Canvas's LATE): then it is charged as late by one started day.
 Every problem (a malformed date, a date without an offset, an unknown student or assignment, a
 student twice) is reported with its file and line before anything is graded.
 """
@@ -65,6 +66,7 @@ class Term:
     policy: Policy = Policy()
     extensions: dict[tuple[str, str], datetime] = field(default_factory=dict)
     submitted: dict[str, datetime] = field(default_factory=dict)
+    marked_late: set[str] = field(default_factory=set)   # students the LMS's download marks late (Canvas's LATE)
 
     def due_for(self, student_id: str, assignment: str) -> datetime | None:
         return self.extensions.get((student_id, assignment), self.due.get(assignment))
@@ -72,6 +74,11 @@ class Term:
     def late_seconds(self, student_id: str, assignment: str) -> float:
         due, at = self.due_for(student_id, assignment), self.submitted.get(student_id)
         return max(0.0, (at - due).total_seconds()) if due and at else 0.0
+
+    def charged_by_marker(self, student_id: str) -> bool:
+        """Late by the LMS's marker only: no submission time is known, so the penalty is that of one
+        started day (`zero`: the whole score), the least any late submission gets."""
+        return student_id in self.marked_late and student_id not in self.submitted and self.policy.method != "none"
 
 
 def read_term(path: Path | None) -> Term:

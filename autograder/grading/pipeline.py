@@ -11,12 +11,15 @@ Every student gets a row whatever they submitted. The run writes only under `out
 - `jobs/`         each submission's notebook as a local worker reads it, the worker's result and log
 - `rows/`         finished rows keyed by content hash: a re-run skips them unless `force`
 - `feedback/`     one HTML per student, without hidden tests
+- `intake.csv`    what intake read: each student's origin in the download, the LMS's name, late marker
+                  and re-upload name, and every rejection with its reason
 Workers never share a gradebook file, so a parallel run gives exactly the rows of a serial one; with
 `db_url` they share one gradebook server (PostgreSQL), which takes concurrent writers.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import shutil
 from dataclasses import asdict, dataclass
@@ -180,8 +183,11 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
 
     points = {column(name, cell): value for name, notebook in notebooks.items() for cell, value in notebook.points.items()}
     students = {submission.student_id for notebook in notebooks.values() for submission in notebook.students}
+    _write_intake(out / "intake.csv", notebooks)
     try:
         term = _term(options, assignment_id, students)
+        term.marked_late = {submission.student_id for notebook in notebooks.values()
+                            for submission in notebook.students if submission.late_marked}
         by_hand = overrides.read(options.overrides, points, students) if options.overrides else []
     except (lateness.TermError, overrides.OverrideError) as error:
         raise GradingError(str(error)) from None
@@ -260,5 +266,26 @@ def _apply_lateness(row: Row, term: lateness.Term) -> None:
     at = term.submitted.get(row.student_id)
     row.submitted_at = at.isoformat() if at else ""
     row.late_by = term.late_seconds(row.student_id, row.assignment)
-    row.penalty = term.policy.penalty(row.score, row.late_by) if row.status in (Status.GRADED, Status.FLAGGED) else 0.0
+    scored = row.status in (Status.GRADED, Status.FLAGGED)
+    if term.charged_by_marker(row.student_id):
+        row.penalty = term.policy.penalty(row.score, 1) if scored else 0.0
+        row.reason = "; ".join(filter(None, [row.reason, "the LMS marked it late and no submission time was given "
+                                             "(--submitted-at): charged as late by one started day"]))
+    else:
+        row.penalty = term.policy.penalty(row.score, row.late_by) if scored else 0.0
     row.score = max(0.0, row.raw_score - row.penalty)
+
+
+INTAKE_COLUMNS = ("student_id", "notebook", "lms", "name", "late_marked", "origin", "reupload", "problem")
+
+
+def _write_intake(path: Path, notebooks: dict[str, "_Notebook"]) -> None:
+    """What intake read, one line per student and notebook: where each came from in the download, the
+    LMS's name and late marker, and the name a feedback file goes back under (autograder feedback)."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(INTAKE_COLUMNS)
+        for name, notebook in notebooks.items():
+            for s in notebook.students:
+                writer.writerow([s.student_id, name, s.lms, s.name, "yes" if s.late_marked else "", s.origin,
+                                 s.reupload, s.problem])

@@ -7,6 +7,11 @@ Every student gets a folder `<student_id>/` with nbgrader's feedback page of eac
 `<notebook>-test-results.html`: every graded test cell by name with its points and passed or not,
 hidden tests included (their names and results, never their code). Test results go only to the
 students whose due date (the term file's, or their extension) has passed; the others are listed.
+
+A student whose notebook came from an LMS download gets the files under the names that LMS takes back
+(autograder.lms.downloads, from the run's intake.csv): Canvas `doejane_12345_678_<notebook>-feedback.html`
+for the gradebook's "Upload Submissions", Moodle `Jane Doe_1001_assignsubmission_file/<notebook>-feedback.html`
+for "Upload multiple feedback files in a zip".
 """
 
 from __future__ import annotations
@@ -61,8 +66,17 @@ def test_results(row: dict[str, str], maxima: dict[str, str], notebook: str, sev
              "passed": bool(row[column]) and float(row[column]) >= float(maxima[column])} for column in cells]
 
 
+def names(out: Path) -> dict[tuple[str, str], str]:
+    """(student, notebook) -> what a feedback file's name starts with, for students of an LMS download."""
+    path = out / "intake.csv"
+    if not path.exists():
+        return {}
+    return {(line["student_id"], line["notebook"]): line["reupload"] for line in _read(path) if line["reupload"]}
+
+
 def build(out: Path, assignment: str, target: Path, *, term: Term, include_results: bool, now: datetime) -> Released:
     rows = _read(out / "grades.csv")
+    reupload = names(out)
     maxima = {line["column"]: line["max_points"] for line in _read(out / "max_points.csv")}
     notebooks = {row["notebook"] for row in rows}
     several = len(notebooks) > 1
@@ -76,9 +90,12 @@ def build(out: Path, assignment: str, target: Path, *, term: Term, include_resul
         for row in sorted(rows, key=lambda line: (line["student_id"], line["notebook"])):
             student, notebook = row["student_id"], row["notebook"]
             stem = Path(notebook).stem
+            start = reupload.get((student, notebook))
+            name = (lambda kind: f"{start}{stem}-{kind}.html") if start else (
+                lambda kind: f"{student}/{stem}.html" if kind == "feedback" else f"{student}/{stem}-{kind}.html")
             page = feedback_page(out, student, notebook, several)
             if page.exists():
-                archive.write(page, f"{student}/{stem}.html")
+                archive.write(page, name("feedback"))
                 released.pages += 1
             else:
                 released.without_page.append(f"{student} {notebook}: {row['status']}"
@@ -91,7 +108,7 @@ def build(out: Path, assignment: str, target: Path, *, term: Term, include_resul
                     withheld.add(student)
                     released.withheld.append(f"{student} (due {due.isoformat()})")
                 continue
-            archive.writestr(f"{student}/{stem}-test-results.html", pages.render(
+            archive.writestr(name("test-results"), pages.render(
                 "test_results.html", assignment=assignment, student=student, notebook=notebook, row=row,
                 results=test_results(row, maxima, notebook, several)))
             if student not in released.with_results:
