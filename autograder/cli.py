@@ -59,7 +59,9 @@ def _export(args) -> int:
     target = Path(args.out) if args.out else grades_path.parent / f"{args.format}-import.csv"
     try:
         grades, max_score = export.read_grades(grades_path)
-        students = roster.read(Path(args.roster), args.match or export.MATCH[args.format])
+        match = args.match or export.MATCH[args.format]
+        students = roster.read(Path(args.roster), match,
+                               roster.participant_id if match == "Identifier" else (lambda value: value))
         export.write(students, grades, max_score, args.assignment, args.format, target, missing=args.missing,
                      column=args.column)
     except (export.ExportError, roster.RosterError) as error:
@@ -216,12 +218,13 @@ def parser() -> argparse.ArgumentParser:
 
     out = commands.add_parser("export", help="grades.csv as the grade import file of Canvas or Moodle")
     out.add_argument("assignment", help="assignment id (its grades: build/grading/<assignment>/grades.csv)")
-    out.add_argument("--format", required=True, choices=("canvas", "moodle"))
+    out.add_argument("--format", required=True, choices=("canvas", "moodle", "moodle-worksheet"))
     out.add_argument("--roster", required=True, metavar="CSV",
-                     help="the class list the LMS exports (Canvas: the gradebook export; Moodle: a grade export)")
+                     help="the class list the LMS exports (Canvas: the gradebook export; Moodle: a grade export, "
+                          "or for moodle-worksheet the assignment's grading worksheet)")
     out.add_argument("--match", metavar="COLUMN",
                      help="the roster column that holds the students' ids as grading knows them "
-                          "(default: ID on Canvas, Email address on Moodle)")
+                          "(default: ID on Canvas, Email address on Moodle, Identifier in a worksheet)")
     out.add_argument("--missing", choices=("zero", "blank"), default="zero",
                      help="a roster student without a submission: 0 (default) or an empty cell")
     out.add_argument("--column", help="the assignment's column name in the LMS (default: the roster's "

@@ -126,9 +126,9 @@ def test_a_row_the_grader_failed_blocks_the_export(tmp_path):
         export.read_grades(path)
 
 
-def cli_export(grades: Path, roster_path: Path, target: Path) -> subprocess.CompletedProcess:
+def cli_export(grades: Path, roster_path: Path, target: Path, fmt: str = "canvas") -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "autograder.cli", "export", "01_session_vs_eager", "--format",
-                           "canvas", "--roster", str(roster_path), "--grades", str(grades), "--out", str(target)],
+                           fmt, "--roster", str(roster_path), "--grades", str(grades), "--out", str(target)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
@@ -149,3 +149,35 @@ def test_the_cli_writes_the_import_file_and_says_who_had_no_submission(tmp_path)
     assert done.returncode == 0, done.stderr
     assert "3 students, 1 graded, 2 without a submission (0): 102, 103" in done.stdout
     assert read_csv(target)[2][-1] == "4"
+
+
+WORKSHEET = """Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,Last modified (submission),Last modified (grade),Feedback comments
+Participant 1001,Ada Lovelace,ada@example.org,Submitted for grading,,16.00,Yes,"Monday, 4 January 2027, 10:00 AM",-,
+Participant 1002,Grace Hopper,grace@example.org,Submitted for grading,,16.00,Yes,"Monday, 4 January 2027, 11:00 AM",-,
+Participant 1003,Alan Turing,alan@example.org,No submission,,16.00,Yes,-,-,
+"""
+
+
+def test_moodle_worksheet_goes_back_with_its_grade_column_filled(tmp_path):
+    """Moodle's download of submissions names students by participant id, the number in the grading
+    worksheet's Identifier; the worksheet goes back as it came, with Grade filled."""
+    grades = grades_file(tmp_path, [row("1001", 12), row("1002", 16)], {"01_session_vs_eager.ipynb": 16})
+    (tmp_path / "worksheet.csv").write_text(WORKSHEET)
+    result = cli_export(grades, tmp_path / "worksheet.csv", tmp_path / "upload.csv", "moodle-worksheet")
+    assert result.returncode == 0, result.stderr
+    with (tmp_path / "upload.csv").open(newline="") as handle:
+        lines = list(csv.DictReader(handle))
+    with (tmp_path / "worksheet.csv").open(newline="") as handle:
+        before = list(csv.DictReader(handle))
+    assert [line["Grade"] for line in lines] == ["12", "16", "0"]
+    assert [{k: v for k, v in line.items() if k != "Grade"} for line in lines] == \
+        [{k: v for k, v in line.items() if k != "Grade"} for line in before]
+
+
+def test_a_grade_export_is_no_worksheet(tmp_path):
+    grades = grades_file(tmp_path, [row("ada@example.org", 12)], {"01_session_vs_eager.ipynb": 16})
+    (tmp_path / "moodle.csv").write_text(MOODLE_ROSTER)
+    students = roster.read(tmp_path / "moodle.csv", "Email address")
+    grades_read, max_score = export.read_grades(grades)
+    with pytest.raises(export.ExportError, match="not a Moodle grading worksheet: no column Identifier"):
+        export.write(students, grades_read, max_score, "01_session_vs_eager", "moodle-worksheet", tmp_path / "x.csv")

@@ -10,6 +10,11 @@
 - `moodle`: Moodle's grade import CSV: the roster's user columns, then one grade column; Moodle's
   import preview maps the id column to a user field (e.g. Email address to useremail) and the grade
   column to a grade item.
+- `moodle-worksheet`: the assignment's grading worksheet (Grading action "Download grading worksheet")
+  given back with its `Grade` column filled, every other column as it was, for "Upload grading
+  worksheet" (mod/assign/feedback/offline/importgradeslib.php finds the `Identifier`, `Grade` and
+  `Last modified (grade)` columns by their names, in the site's language: English names here).
+  Students are matched by participant id, the id Moodle's download of submissions gives.
 
 A student's grade is the sum of `score` (after the late penalty) over the assignment's notebooks.
 A roster student without a row gets 0, or an empty cell with `missing="blank"`. Nothing is written
@@ -25,8 +30,9 @@ from pathlib import Path
 
 from autograder.lms.roster import Roster
 
-FORMATS = ("canvas", "moodle")
-MATCH = {"canvas": "ID", "moodle": "Email address"}   # the roster column a student id is matched against
+FORMATS = ("canvas", "moodle", "moodle-worksheet")
+MATCH = {"canvas": "ID", "moodle": "Email address", "moodle-worksheet": "Identifier"}  # a student id's column
+WORKSHEET_COLUMNS = ("Identifier", "Grade", "Last modified (grade)")
 CANVAS_USER_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 MOODLE_USER_COLUMNS = ("First name", "Last name", "ID number", "Institution", "Department", "Email address")
 
@@ -93,6 +99,8 @@ def write(roster: Roster, grades: dict[str, Grade], max_score: float, assignment
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     matched = rows(roster, grades, missing)
+    if fmt == "moodle-worksheet":
+        return _worksheet(roster, matched, target)
     name = column_name(roster, assignment, fmt, column)
     users = CANVAS_USER_COLUMNS if fmt == "canvas" else tuple(
         [column for column in MOODLE_USER_COLUMNS if column in roster.columns]
@@ -105,4 +113,17 @@ def write(roster: Roster, grades: dict[str, Grade], max_score: float, assignment
             writer.writerow(["Points Possible", *[""] * (len(users) - 1), f"{max_score:g}"])
         for row, value in matched:
             writer.writerow([*(row.get(user, "") for user in users), value])
+    return target
+
+
+def _worksheet(roster: Roster, matched: list[tuple[dict[str, str], str]], target: Path) -> Path:
+    lacking = [name for name in WORKSHEET_COLUMNS if name not in roster.columns]
+    if lacking:
+        raise ExportError(f"{roster.path} is not a Moodle grading worksheet: no column {', '.join(lacking)}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, roster.columns)
+        writer.writeheader()
+        for row, value in matched:
+            writer.writerow({**row, "Grade": value})
     return target

@@ -1,14 +1,17 @@
-"""The class list the LMS exports: Canvas's gradebook export or Moodle's grade export (CSV).
+"""The class list the LMS exports: Canvas's gradebook export, Moodle's grade export or Moodle's grading
+worksheet (CSV).
 
 Either file has a header row and one row per student; one of its columns identifies the student the
 way the submissions folder names them (`--match`): Canvas's `ID` (the Canvas user id) by default,
-Moodle's `Email address` by default. Canvas's export has a `Points Possible` row (and, in newer
+Moodle's `Email address` by default, the worksheet's `Identifier` ("Participant 1001": the participant
+id that Moodle's download of submissions names its folders with, which is what is matched). Canvas's export has a `Points Possible` row (and, in newer
 versions, other rows without a student id) under the header: rows with an empty id are not students.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,8 +31,16 @@ class Roster:
         return list(self.students)
 
 
-def read(path: Path, match: str) -> Roster:
-    """Read `path`; every id in column `match` once. Duplicates are listed with their lines, all at once."""
+def participant_id(value: str) -> str:
+    """The participant id of a worksheet's `Identifier` ("Participant 1001" in English, other words in
+    other languages: the number at its end)."""
+    found = re.search(r"(\d+)\s*$", value)
+    return found.group(1) if found else value
+
+
+def read(path: Path, match: str, key=lambda value: value) -> Roster:
+    """Read `path`; every id in column `match` (as `key` reads it) once. Duplicates are listed with
+    their lines, all at once."""
     try:
         text = path.read_text(encoding="utf-8-sig")   # Excel and Canvas may write a byte order mark
     except (OSError, UnicodeDecodeError) as error:
@@ -42,7 +53,7 @@ def read(path: Path, match: str) -> Roster:
     lines: dict[str, list[int]] = {}
     for number, raw in enumerate(reader, start=2):
         row = {(key or "").strip(): (value or "").strip() for key, value in raw.items() if key is not None}
-        student = row.get(match, "")
+        student = key(row.get(match, ""))
         if not student:
             continue
         lines.setdefault(student, []).append(number)
