@@ -67,6 +67,8 @@ def _export(args) -> int:
     except (export.ExportError, roster.RosterError) as error:
         raise GradingError(f"nothing written:\n{error}") from None
     without = [student for student in students.ids() if student not in grades]
+    for student in export.left_out(students, grades):
+        print(f"left out, not in the roster and never graded: {student}")
     print(f"{target}: {len(students.students)} students, {len(grades)} graded"
           + (f", {len(without)} without a submission ({'0' if args.missing == 'zero' else 'blank'}): "
              + ", ".join(without) if without else ""))

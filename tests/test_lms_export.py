@@ -181,3 +181,16 @@ def test_a_grade_export_is_no_worksheet(tmp_path):
     grades_read, max_score = export.read_grades(grades)
     with pytest.raises(export.ExportError, match="not a Moodle grading worksheet: no column Identifier"):
         export.write(students, grades_read, max_score, "01_session_vs_eager", "moodle-worksheet", tmp_path / "x.csv")
+
+
+def test_a_row_that_never_ran_and_names_no_roster_student_is_left_out_and_listed(tmp_path):
+    grades = grades_file(tmp_path, [row("101", 12), row("notes.txt", 0, status=Status.INVALID, reason="stray"),
+                                    row("999", 0, status=Status.INVALID, reason="broken")],
+                         {"01_session_vs_eager.ipynb": 16})
+    (tmp_path / "canvas.csv").write_text(CANVAS_ROSTER)
+    result = cli_export(grades, tmp_path / "canvas.csv", tmp_path / "import.csv")
+    assert result.returncode == 0, result.stderr
+    assert "left out, not in the roster and never graded: 999" in result.stdout
+    assert "left out, not in the roster and never graded: notes.txt" in result.stdout
+    graded_unknown = grades_file(tmp_path, [row("101", 12), row("999", 3)], {"01_session_vs_eager.ipynb": 16})
+    assert cli_export(graded_unknown, tmp_path / "canvas.csv", tmp_path / "import2.csv").returncode == 2

@@ -17,8 +17,9 @@
   Students are matched by participant id, the id Moodle's download of submissions gives.
 
 A student's grade is the sum of `score` (after the late penalty) over the assignment's notebooks.
-A roster student without a row gets 0, or an empty cell with `missing="blank"`. Nothing is written
-when a graded student is not in the roster, or a row has status `error` (the grader failed, not the
+A roster student without a row gets 0, or an empty cell with `missing="blank"`. A row the roster
+cannot place whose submission could not be read at all (status `invalid`: a stray file of an LMS download
+that names no student) is left out and listed. Nothing is written when a graded student is not in the roster, or a row has status `error` (the grader failed, not the
 student: re-grade it first); every such problem is listed at once.
 """
 
@@ -45,6 +46,7 @@ class ExportError(ValueError):
 class Grade:
     score: float
     max_score: float
+    unreadable: bool = False    # every notebook of the student was `invalid`: never run
 
 
 def read_grades(path: Path) -> tuple[dict[str, Grade], float]:
@@ -58,8 +60,9 @@ def read_grades(path: Path) -> tuple[dict[str, Grade], float]:
                 student = row["student_id"]
                 if row["status"] == "error":
                     problems.append(f"{path} line {number}: {student} has status error ({row['reason']}): re-grade it first")
-                before = grades.get(student, Grade(0.0, 0.0))
-                grades[student] = Grade(before.score + float(row["score"]), before.max_score + float(row["max_score"]))
+                before = grades.get(student, Grade(0.0, 0.0, True))
+                grades[student] = Grade(before.score + float(row["score"]), before.max_score + float(row["max_score"]),
+                                        before.unreadable and row["status"] == "invalid")
                 notebooks[row["notebook"]] = float(row["max_score"])
     except OSError as error:
         raise ExportError(f"{path}: {error} (run `autograder grade` first)") from None
@@ -81,9 +84,14 @@ def column_name(roster: Roster, assignment: str, fmt: str, given: str | None) ->
     return assignment
 
 
+def left_out(roster: Roster, grades: dict[str, Grade]) -> list[str]:
+    """Rows the roster cannot place and that never ran (a stray file's row): listed, not exported."""
+    return sorted(student for student, grade in grades.items() if student not in roster.students and grade.unreadable)
+
+
 def rows(roster: Roster, grades: dict[str, Grade], missing: str) -> list[tuple[dict[str, str], str]]:
     """Every roster student with the grade to import; raises when a graded student is not in the roster."""
-    unknown = sorted(set(grades) - set(roster.students))
+    unknown = sorted(set(grades) - set(roster.students) - set(left_out(roster, grades)))
     if unknown:
         raise ExportError(f"{len(unknown)} graded student(s) not in {roster.path} (column {roster.match!r}): "
                           + ", ".join(unknown))
