@@ -101,6 +101,31 @@ def _feedback(args) -> int:
     return 0
 
 
+def _formgrade(args) -> int:
+    from autograder.grading import formgrade
+    from autograder.grading.cache import stored_rows
+    from autograder.grading.pipeline import source_notebooks
+
+    layout = Layout.find()
+    out = Path(args.grades_dir) if args.grades_dir else layout.build / "grading" / args.assignment
+    rows = stored_rows(out / "rows")
+    if not rows:
+        raise GradingError(f"no graded rows in {out / 'rows'}: run `autograder grade {args.assignment}` first")
+    source = layout.source / args.assignment
+    several = len(source_notebooks(args.assignment, source)) > 1
+    prepared = formgrade.prepare(out, args.assignment, source, rows, layout.root / "nbgrader_config.py", several)
+    print(f"{prepared.root}: {len(prepared.students)} students, {prepared.written} written answers to grade")
+    for line in prepared.missing:
+        print(f"  no autograded notebook here for {line} (graded on a cluster?)")
+    if args.prepare_only:
+        print(f"open it: cd {prepared.root} && jupyter lab   (Nbgrader menu, Formgrader, Manual Grading)")
+        return 0
+    lab = Path(sys.executable).parent / "jupyter-lab"
+    os.chdir(prepared.root)
+    os.execv(lab, [str(lab), *args.jupyter_args])
+    return 0
+
+
 def _path(value: str | None) -> Path | None:
     return Path(value) if value else None
 
@@ -245,6 +270,14 @@ def parser() -> argparse.ArgumentParser:
     fb.add_argument("--grades-dir", metavar="DIR", help="the run's folder (default build/grading/<assignment>)")
     fb.add_argument("--out", metavar="ZIP", help="zip to write (default <run folder>/feedback.zip)")
     fb.set_defaults(run=_feedback)
+
+    fg = commands.add_parser("formgrade", help="grade written answers by hand in nbgrader's formgrader")
+    fg.add_argument("assignment", help="assignment id (its run: build/grading/<assignment>/)")
+    fg.add_argument("--grades-dir", metavar="DIR", help="the run's folder (default build/grading/<assignment>)")
+    fg.add_argument("--prepare-only", action="store_true",
+                    help="prepare <run folder>/formgrade/ and say how to open it, without starting JupyterLab")
+    fg.add_argument("jupyter_args", nargs="*", help="passed to jupyter lab (after --), e.g. -- --port 8890")
+    fg.set_defaults(run=_formgrade)
 
     rel = commands.add_parser("release", help="generate release/ from source/ with nbgrader")
     rel.add_argument("assignments", nargs="*", help="assignment ids (default: every one with a source)")

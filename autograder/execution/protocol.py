@@ -43,6 +43,7 @@ class WorkerResult:
     nbgrader_failure: str | None = None   # why nbgrader's autograde failed, when it did
     timed_out_cell: str | None = None     # the id of a cell that ran past the cell timeout
     feedback: str | None = None           # the feedback page nbgrader wrote, when it did
+    pending: dict[str, str] = field(default_factory=dict)  # manually graded cells answered: id -> the answer
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)), encoding="utf-8")

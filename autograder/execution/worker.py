@@ -63,6 +63,21 @@ def timed_out_cell(autograded: Path) -> str | None:
     return None
 
 
+MAX_ANSWER_CHARS = 20000
+
+
+def answers(autograded: Path, grade_ids: set[str]) -> dict[str, str]:
+    """The student's text in each of `grade_ids`' cells, for grading by hand."""
+    if not grade_ids or not autograded.exists():
+        return {grade_id: "" for grade_id in grade_ids}
+    found = {grade_id: "" for grade_id in grade_ids}
+    for cell in nbformat.read(autograded, as_version=4).cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in found:
+            found[grade_id] = cell.source[:MAX_ANSWER_CHARS]
+    return found
+
+
 def grade(job: WorkerJob) -> WorkerResult:
     """Autograde one submission and write its feedback; report what nbgrader left, as facts."""
     workspace = Workspace(Path(job.workspace), job.assignment, profile=job.profile,
@@ -92,10 +107,16 @@ def grade(job: WorkerJob) -> WorkerResult:
                                                            job.student)
             result.score = float(submitted.score or 0.0)
             result.max_score = float(submitted.max_score or 0.0)
-            result.cells = {grade.name: float(grade.score or 0.0) for grade in submitted.grades}
+            # a manually graded cell the student answered has no score yet (nbgrader's determine_grade:
+            # None for a changed solution cell, 0 for one left as released)
+            unscored = {grade.name for grade in submitted.grades if grade.auto_score is None and grade.manual_score is None}
+            result.cells = {grade.name: float(grade.score or 0.0) for grade in submitted.grades
+                            if grade.name not in unscored}
         except MissingEntry:
-            pass
-    result.timed_out_cell = timed_out_cell(workspace.autograded_dir(job.student) / job.notebook_name)
+            unscored = set()
+    autograded = workspace.autograded_dir(job.student) / job.notebook_name
+    result.pending = answers(autograded, unscored)
+    result.timed_out_cell = timed_out_cell(autograded)
     if result.nbgrader_failure is None:
         with contextlib.suppress(Exception):
             workspace.generate_feedback(job.student)

@@ -44,3 +44,10 @@ class Cache:
     def put(self, submission: intake.Submission, row: Row) -> None:
         path = self.folder / f"{safe_id(submission.student_id)}.json"
         path.write_text(json.dumps({"key": self.key(submission), "row": row.as_json()}), encoding="utf-8")
+
+
+def stored_rows(folder: Path) -> list[Row]:
+    """Every row a run left under `folder` (its rows/, one sub-folder per notebook when there are
+    several): the rows as grading gave them, before overrides and late penalties."""
+    return [Row.from_json(json.loads(path.read_text(encoding="utf-8"))["row"])
+            for path in sorted(folder.rglob("*.json"))]

@@ -56,7 +56,7 @@ def read_class(submissions: Path, notebook_name: str) -> list[Submission]:
     if submissions.is_file() and submissions.suffix.lower() == ".zip":
         return _from_download_zip(submissions, notebook_name)
     if not submissions.is_dir():
-        raise NotADirectoryError(f"submissions {submissions} is neither a folder nor a zip file")
+        raise NotADirectoryError(f"submissions {submissions} does not exist or is neither a folder nor a zip file")
     files = _files_below(submissions)
     layout = downloads.detect(list(files))
     if layout:

@@ -1,4 +1,5 @@
-"""Points an instructor sets by hand: a regrade after an appeal, or a cell nbgrader could not score.
+"""Points an instructor sets by hand: a regrade after an appeal, a written answer (a manually graded
+cell), or a cell nbgrader could not score.
 
 The overrides file (CSV, `--overrides FILE`; `overrides/<assignment>.csv` in the course root by
 default, when there is one) has the
@@ -76,6 +77,7 @@ def apply(row: Row, overrides: list[Override], notebook_cells: set[str]) -> None
             continue
         before = row.cells.get(override.cell)
         row.cells[override.cell] = override.points
+        row.pending.pop(override.cell, None)       # a written answer, graded by hand
         row.score += override.points - (before or 0.0)
         was = "unscored" if before is None else f"{before:g}"
         row.overrides.append(f"{override.cell}: {was} -> {override.points:g} by {override.grader}"

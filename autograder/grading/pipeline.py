@@ -11,6 +11,8 @@ Every student gets a row whatever they submitted. The run writes only under `out
 - `jobs/`         each submission's notebook as a local worker reads it, the worker's result and log
 - `rows/`         finished rows keyed by content hash: a re-run skips them unless `force`
 - `feedback/`     one HTML per student, without hidden tests
+- `formgrade/`    a course directory for nbgrader's formgrader (`autograder formgrade`): the hand
+                  grades given there are read back on every run
 - `intake.csv`    what intake read: each student's origin in the download, the LMS's name, late marker
                   and re-upload name, and every rejection with its reason
 Workers never share a gradebook file, so a parallel run gives exactly the rows of a serial one; with
@@ -31,10 +33,10 @@ import nbformat
 from autograder import __version__
 from autograder.execution import executors, jobs, sandbox
 from autograder.execution.sandbox import Limits
-from autograder.grading import intake, lateness, overrides, tamper
+from autograder.grading import formgrade, intake, lateness, overrides, tamper
 from autograder.grading.cache import Cache, safe_id
 from autograder.grading.results import ClassResult, Row
-from autograder.grading.status import Status, decide
+from autograder.grading.status import Status, decide, settle
 from autograder.nbgrader_setup.gradebook import database_problem
 from autograder.nbgrader_setup.workspace import Workspace
 
@@ -132,6 +134,7 @@ def _row(submission: intake.Submission, assignment_id: str, notebook: str, outco
         if decision.keeps_points:
             row.score = outcome.result.score
             row.cells = {column(cell): points for cell, points in outcome.result.cells.items()}
+            row.pending = {column(cell): answer for cell, answer in outcome.result.pending.items()}
     return row
 
 
@@ -188,7 +191,8 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
         term = _term(options, assignment_id, students)
         term.marked_late = {submission.student_id for notebook in notebooks.values()
                             for submission in notebook.students if submission.late_marked}
-        by_hand = overrides.read(options.overrides, points, students) if options.overrides else []
+        by_hand = (formgrade.hand_grades(out, assignment_id, several)   # the formgrader's first, the file's last
+                   + (overrides.read(options.overrides, points, students) if options.overrides else []))
     except (lateness.TermError, overrides.OverrideError) as error:
         raise GradingError(str(error)) from None
 
@@ -245,6 +249,7 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
         executor.close()
     for row in rows:   # after the cache took the rows: a new override, due date or policy needs no re-grade
         overrides.apply(row, by_hand, {column(row.notebook, cell) for cell in notebooks[row.notebook].points})
+        row.status, row.reason = settle(row.status, row.reason, row.pending)
         _apply_lateness(row, term)
     return ClassResult(assignment_id, sorted(rows, key=lambda row: (row.student_id, row.notebook)), list(points),
                        sum(notebook.max_score for notebook in notebooks.values()), out,
@@ -266,7 +271,7 @@ def _apply_lateness(row: Row, term: lateness.Term) -> None:
     at = term.submitted.get(row.student_id)
     row.submitted_at = at.isoformat() if at else ""
     row.late_by = term.late_seconds(row.student_id, row.assignment)
-    scored = row.status in (Status.GRADED, Status.FLAGGED)
+    scored = row.status.scored
     if term.charged_by_marker(row.student_id):
         row.penalty = term.policy.penalty(row.score, 1) if scored else 0.0
         row.reason = "; ".join(filter(None, [row.reason, "the LMS marked it late and no submission time was given "

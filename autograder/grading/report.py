@@ -16,9 +16,11 @@ def summary_lines(result: ClassResult) -> list[str]:
     for row in sorted(result.rows, key=lambda r: (r.student_id, r.notebook)):
         lines.append(f"{row.student_id:<24} " + (f"{row.notebook:<24} " if several else "")
                      + f"{row.status:<8} {row.score:>5g}/{row.max_score:<5g}  {row.reason}")
-    graded = [row for row in result.rows if row.status in ("graded", "flagged")]
+    graded = [row for row in result.rows if row.status.scored]
+    waiting = sum(len(row.pending) for row in result.rows)
     lines.append(f"{len(result.rows)} submissions, {len(graded)} graded, "
-                 f"{len(result.rows) - len(graded)} not graded")
+                 f"{len(result.rows) - len(graded)} not graded"
+                 + (f"; {waiting} written answers to grade by hand (report.html)" if waiting else ""))
     return lines
 
 

@@ -26,6 +26,7 @@ class Row:
     feedback: Path | None = None
     notes: list[str] = field(default_factory=list)
     overrides: list[str] = field(default_factory=list)  # points set by hand: cell, before -> after, by whom, why
+    pending: dict[str, str] = field(default_factory=dict)  # written answers awaiting a hand grade: cell -> answer
     reused: bool = False
     host: str = ""                  # where the notebook ran (a Dask worker's address on a cluster)
 

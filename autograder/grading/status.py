@@ -19,6 +19,12 @@ class Status(StrEnum):
     TIMEOUT = "timeout"    # the notebook or one of its cells ran past its time limit: 0
     ERROR = "error"        # the run failed (memory, processes, a crash, nbgrader could not grade it): 0
     INVALID = "invalid"    # the submission could not be read: 0, never run
+    NEEDS_MANUAL_GRADE = "needs_manual_grade"  # scored by the tests; written answers wait for a hand grade
+
+    @property
+    def scored(self) -> bool:
+        """The row's points stand (and a late penalty applies to them)."""
+        return self in (Status.GRADED, Status.FLAGGED, Status.NEEDS_MANUAL_GRADE)
 
 
 @dataclass(frozen=True)
@@ -46,10 +52,24 @@ def decide(outcome: "Outcome", findings: "Findings", timeout_s: float, memory_li
         status, reason = Status.ERROR, result.nbgrader_failure
     elif result.timed_out_cell is not None:
         status, reason = Status.TIMEOUT, f"cell {result.timed_out_cell} ran past the time limit"
+    elif result.pending:
+        status, reason = Status.NEEDS_MANUAL_GRADE, written(result.pending)
     else:
         status, reason = Status.GRADED, ""
-    keeps_points = status == Status.GRADED
+    keeps_points = status in (Status.GRADED, Status.NEEDS_MANUAL_GRADE)
     if findings.flagged:
         run = "" if keeps_points else f"; then {status}: {reason}"
         return Decision(Status.FLAGGED, findings.reason() + run, keeps_points)
     return Decision(status, reason, keeps_points)
+
+
+def written(pending) -> str:
+    return f"written answers to grade by hand: {', '.join(pending)}"
+
+
+def settle(status: Status, reason: str, pending) -> tuple[Status, str]:
+    """After the hand grades (overrides, the formgrader) are applied: a row that waited for them and
+    has none left waiting is graded."""
+    if status == Status.NEEDS_MANUAL_GRADE:
+        return (Status.NEEDS_MANUAL_GRADE, written(pending)) if pending else (Status.GRADED, "")
+    return status, reason

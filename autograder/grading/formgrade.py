@@ -1,0 +1,116 @@
+"""Grading by hand in nbgrader's formgrader: a course directory of the run's own, and its hand grades read back.
+
+    autograder formgrade 01_session_vs_eager     # prepare <out>/formgrade/ and open JupyterLab on it
+
+`prepare` makes `<out>/formgrade/` an nbgrader course directory (the assignment generated from its
+source, the repository's nbgrader_config.py) and puts every graded student's autograded notebook in
+`autograded/`, with the gradebook rows the formgrader shows: the tests' points, and the written
+answers marked as needing a manual grade. It never changes a grade an instructor gave there
+(`manual_score`), so it can be run again after every grading run.
+
+`hand_grades` reads those manual grades back as overrides (grader "formgrader", the formgrader's
+comment as the comment); `autograder grade` applies them after grading on every run, so they
+survive every re-grade, `--force` included.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nbgrader.api import Gradebook, MissingEntry
+
+from autograder.grading.cache import safe_id
+from autograder.grading.overrides import Override
+from autograder.grading.results import Row
+from autograder.nbgrader_setup.config import COURSE_ID
+from autograder.nbgrader_setup.workspace import Workspace
+
+FOLDER = "formgrade"
+GRADER = "formgrader"
+
+
+def course_dir(out: Path) -> Path:
+    return out / FOLDER
+
+
+@dataclass
+class Prepared:
+    root: Path
+    students: list[str] = field(default_factory=list)
+    written: int = 0                                    # answers waiting for a hand grade
+    missing: list[str] = field(default_factory=list)    # rows without an autograded notebook here
+
+
+def _autograded(out: Path, student: str, assignment_id: str, notebook: str) -> Path | None:
+    """The newest autograded copy the run's local workers left (a cluster's stay on its workers)."""
+    found = sorted(out.glob(f"course-*/autograded/{student}/{assignment_id}/{notebook}"),
+                   key=lambda path: path.stat().st_mtime)
+    return found[-1] if found else None
+
+
+def prepare(out: Path, assignment_id: str, source_dir: Path, rows: list[Row], config_file: Path,
+            several: bool) -> Prepared:
+    """`rows` as grading left them before any hand grade (the run's rows/ cache)."""
+    root = course_dir(out)
+    workspace = Workspace(root, assignment_id)
+    if not (root / "gradebook.db").exists():
+        workspace.create(source_dir)
+    shutil.copyfile(config_file, root / "nbgrader_config.py")
+    prepared = Prepared(root)
+    with Gradebook(workspace.db_url, COURSE_ID) as gradebook:
+        for row in rows:
+            if not row.status.scored:
+                continue
+            student = safe_id(row.student_id)
+            notebook = Path(row.notebook)
+            source = _autograded(out, student, assignment_id, notebook.name)
+            if source is None:
+                prepared.missing.append(f"{row.student_id} {row.notebook}")
+                continue
+            target = workspace.autograded_dir(student) / notebook.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            gradebook.update_or_create_student(student, lms_user_id=row.student_id, last_name=row.student_id)
+            try:
+                gradebook.find_submission(assignment_id, student)
+            except MissingEntry:
+                gradebook.add_submission(assignment_id, student)
+            submitted = gradebook.find_submission_notebook(notebook.stem, assignment_id, student)
+            prefix = f"{notebook.stem}:" if several else ""
+            for grade in submitted.grades:
+                if grade.manual_score is not None:
+                    continue
+                column = prefix + grade.name
+                grade.needs_manual_grade = column in row.pending
+                grade.auto_score = None if grade.needs_manual_grade else row.cells.get(column, 0.0)
+                prepared.written += grade.needs_manual_grade
+            gradebook.db.commit()
+            if row.student_id not in prepared.students:
+                prepared.students.append(row.student_id)
+    return prepared
+
+
+def hand_grades(out: Path, assignment_id: str, several: bool) -> list[Override]:
+    """Every grade given in the formgrader of `out`, as an override of its grades.csv cell."""
+    gradebook_file = course_dir(out) / "gradebook.db"
+    if not gradebook_file.exists():
+        return []
+    found = []
+    with Gradebook(f"sqlite:///{gradebook_file}", COURSE_ID) as gradebook:
+        try:
+            assignment = gradebook.find_assignment(assignment_id)
+        except MissingEntry:
+            return []
+        for submission in assignment.submissions:
+            student = submission.student.lms_user_id or submission.student.id
+            for notebook in submission.notebooks:
+                comments = {comment.name: comment.manual_comment for comment in notebook.comments}
+                for grade in notebook.grades:
+                    if grade.manual_score is None:
+                        continue
+                    column = f"{notebook.name}:{grade.name}" if several else grade.name
+                    found.append(Override(student, column, float(grade.manual_score),
+                                          (comments.get(grade.name) or "").strip(), GRADER))
+    return found

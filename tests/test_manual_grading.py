@@ -1,0 +1,145 @@
+"""Written answers graded by hand: nbgrader's manually graded answer cells come out of grading as
+`needs_manual_grade` with the answer in the report; a hand grade from the overrides file or from the
+formgrader's gradebook (`autograder formgrade`) is applied after grading and survives `--force`."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat import v4
+from nbgrader.api import Gradebook
+
+from autograder.grading.cache import safe_id
+from autograder.grading.formgrade import course_dir
+from autograder.nbgrader_setup.config import COURSE_ID
+from autograder.nbgrader_setup.workspace import Workspace
+from tests import notebooks
+from tests.test_any_assignment import part
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+ASSIGNMENT = "ps1"
+
+pytestmark = pytest.mark.grading
+
+
+def written(answer: str) -> nbformat.NotebookNode:
+    cell = v4.new_markdown_cell(answer, id="written_why")
+    cell.metadata["nbgrader"] = {"grade": True, "grade_id": "written_why", "locked": False, "points": 2,
+                                 "schema_version": 3, "solution": True, "task": False}
+    return cell
+
+
+def with_written_question(answer: str) -> nbformat.NotebookNode:
+    notebook = part(2)
+    notebook.cells += [v4.new_markdown_cell("Why does `scale` double its input? (2 points)", id="question"),
+                       written(answer)]
+    return notebook
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "autograder"), *args], cwd=cwd, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"))
+
+
+def grades(out: Path) -> dict[str, dict[str, str]]:
+    with (out / "grades.csv").open(newline="", encoding="utf-8") as handle:
+        return {row["student_id"]: row for row in csv.DictReader(handle)}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    base = tmp_path_factory.mktemp("manual")
+    root = base / "course"
+    (root / "source" / ASSIGNMENT).mkdir(parents=True)
+    shutil.copyfile(ROOT / "nbgrader_config.py", root / "nbgrader_config.py")
+    nbformat.write(with_written_question("Because the factor is 2: `return 2 * value`."),
+                   root / "source" / ASSIGNMENT / "ps1.ipynb")
+    releaser = Workspace(base / "release-ws", ASSIGNMENT)
+    releaser.create(root / "source" / ASSIGNMENT)
+    released = nbformat.read(releaser.release_dir() / "ps1.ipynb", as_version=4)
+    subs = base / "submissions"
+    stub = next(cell for cell in released.cells if cell.get("id") == "written_why").source
+    for student, answer in {"ann": "It multiplies by <b>two</b>.", "bob": stub, "cy": "Twice the value."}.items():
+        notebook = notebooks.answered(released, "def scale(value):\n    return 2 * value\n")
+        next(cell for cell in notebook.cells if cell.get("id") == "written_why").source = answer
+        (subs / student).mkdir(parents=True)
+        nbformat.write(notebook, subs / student / "ps1.ipynb")
+    (root / "overrides").mkdir()
+    (root / "overrides" / "ps1.csv").write_text(
+        "student_id,cell,points,comment,grader\ncy,written_why,2,names the factor,TA Kim\n")
+    out = base / "out"
+    done = run("grade", ASSIGNMENT, "--submissions", str(subs), "--out", str(out), "--workers", "2",
+               "--timeout", "60", cwd=root)
+    return {"done": done, "rows": grades(out), "out": out, "root": root, "subs": subs,
+            "released": released}
+
+
+def test_the_release_holds_no_model_answer(graded):
+    cell = next(cell for cell in graded["released"].cells if cell.get("id") == "written_why")
+    assert "factor is 2" not in cell.source
+
+
+def test_an_answered_written_cell_waits_for_a_hand_grade(graded):
+    assert graded["done"].returncode == 0, graded["done"].stdout[-2000:] + graded["done"].stderr[-2000:]
+    rows = graded["rows"]
+    assert (rows["ann"]["status"], float(rows["ann"]["score"]), float(rows["ann"]["max_score"])) == \
+        ("needs_manual_grade", 4, 6)
+    assert rows["ann"]["reason"] == "written answers to grade by hand: written_why"
+    assert rows["ann"]["written_why"] == "", "no points until graded"
+    assert "1 written answers to grade by hand" in graded["done"].stdout
+
+
+def test_an_untouched_written_cell_scores_zero_and_waits_for_nothing(graded):
+    bob = graded["rows"]["bob"]
+    assert (bob["status"], float(bob["score"]), bob["written_why"]) == ("graded", 4, "0")
+
+
+def test_an_override_grades_a_written_answer(graded):
+    cy = graded["rows"]["cy"]
+    assert (cy["status"], float(cy["score"]), cy["written_why"]) == ("graded", 6, "2")
+    assert cy["overrides"] == "written_why: unscored -> 2 by TA Kim (names the factor)"
+
+
+def test_the_report_shows_the_answer_escaped(graded):
+    report = (graded["out"] / "report.html").read_text(encoding="utf-8")
+    assert "Written answers to grade by hand" in report
+    assert "It multiplies by &lt;b&gt;two&lt;/b&gt;." in report
+    assert "Twice the value." not in report, "cy's answer is graded"
+
+
+def test_a_formgrader_grade_is_read_back_and_survives_force(graded):
+    out, root = graded["out"], graded["root"]
+    done = run("formgrade", ASSIGNMENT, "--grades-dir", str(out), "--prepare-only", cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert "2 written answers to grade" in done.stdout      # ann's and cy's: the file's grade is not the formgrader's
+    gradebook_url = f"sqlite:///{course_dir(out) / 'gradebook.db'}"
+    with Gradebook(gradebook_url, COURSE_ID) as gradebook:
+        ann = safe_id("ann")        # nbgrader knows students by their safe id, the real one is lms_user_id
+        assert gradebook.find_student(ann).lms_user_id == "ann"
+        grade = gradebook.find_grade("written_why", "ps1", ASSIGNMENT, ann)
+        assert grade.needs_manual_grade and grade.auto_score is None
+        assert gradebook.find_grade("test_scale", "ps1", ASSIGNMENT, ann).auto_score == 3
+        assert (course_dir(out) / "autograded" / ann / ASSIGNMENT / "ps1.ipynb").exists()
+        # what the formgrader's Manual Grading page writes (tests/browser does it through the page)
+        grade.manual_score = 1.5
+        gradebook.find_comment("written_why", "ps1", ASSIGNMENT, ann).manual_comment = "right, but why 2?"
+        gradebook.db.commit()
+    again = run("grade", ASSIGNMENT, "--submissions", str(graded["subs"]), "--out", str(out), "--workers", "2",
+                "--timeout", "60", "--force", cwd=root)
+    assert again.returncode == 0, again.stderr[-2000:]
+    ann = grades(out)["ann"]
+    assert (ann["status"], float(ann["score"]), ann["written_why"]) == ("graded", 5.5, "1.5")
+    assert ann["overrides"] == "written_why: unscored -> 1.5 by formgrader (right, but why 2?)"
+    prepared_again = run("formgrade", ASSIGNMENT, "--grades-dir", str(out), "--prepare-only", cwd=root)
+    assert prepared_again.returncode == 0, prepared_again.stderr
+    with Gradebook(gradebook_url, COURSE_ID) as gradebook:
+        assert gradebook.find_grade("written_why", "ps1", ASSIGNMENT, safe_id("ann")).manual_score == 1.5, \
+            "preparing again keeps the hand grade"
