@@ -54,9 +54,9 @@ def grades(out: Path) -> dict[str, dict[str, str]]:
         return {row["student_id"]: row for row in csv.DictReader(handle)}
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    base = tmp_path_factory.mktemp("manual")
+def build_class(base: Path) -> dict:
+    """A course whose ps1.ipynb has a written question (2 points) after its tests (4 points), graded:
+    ann answered it, bob left it as released, cy answered it and an override grades cy's answer."""
     root = base / "course"
     (root / "source" / ASSIGNMENT).mkdir(parents=True)
     shutil.copyfile(ROOT / "nbgrader_config.py", root / "nbgrader_config.py")
@@ -76,10 +76,18 @@ def graded(tmp_path_factory):
     (root / "overrides" / "ps1.csv").write_text(
         "student_id,cell,points,comment,grader\ncy,written_why,2,names the factor,TA Kim\n")
     out = base / "out"
-    done = run("grade", ASSIGNMENT, "--submissions", str(subs), "--out", str(out), "--workers", "2",
-               "--timeout", "60", cwd=root)
-    return {"done": done, "rows": grades(out), "out": out, "root": root, "subs": subs,
-            "released": released}
+    done = grade_class(subs, out, root)
+    return {"done": done, "rows": grades(out), "out": out, "root": root, "subs": subs, "released": released}
+
+
+def grade_class(subs: Path, out: Path, root: Path, *options: str) -> subprocess.CompletedProcess:
+    return run("grade", ASSIGNMENT, "--submissions", str(subs), "--out", str(out), "--workers", "2",
+               "--timeout", "60", *options, cwd=root)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    return build_class(tmp_path_factory.mktemp("manual"))
 
 
 def test_the_release_holds_no_model_answer(graded):
@@ -132,8 +140,7 @@ def test_a_formgrader_grade_is_read_back_and_survives_force(graded):
         grade.manual_score = 1.5
         gradebook.find_comment("written_why", "ps1", ASSIGNMENT, ann).manual_comment = "right, but why 2?"
         gradebook.db.commit()
-    again = run("grade", ASSIGNMENT, "--submissions", str(graded["subs"]), "--out", str(out), "--workers", "2",
-                "--timeout", "60", "--force", cwd=root)
+    again = grade_class(graded["subs"], out, root, "--force")
     assert again.returncode == 0, again.stderr[-2000:]
     ann = grades(out)["ann"]
     assert (ann["status"], float(ann["score"]), ann["written_why"]) == ("graded", 5.5, "1.5")
