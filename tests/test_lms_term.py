@@ -1,7 +1,9 @@
 """One term's round trip through the CLI for a class downloaded from Canvas and one from Moodle: the
 download (built here to the names Canvas's and Moodle's own code writes, autograder.lms.downloads) with a
-late submission, a resubmission and a stray file; grading with late penalties and an override that
-survives `--force`; the LMS's import file; the feedback zip under the names the LMS takes back."""
+late submission, a resubmission and a stray file; grading with late penalties, a written answer graded
+in the formgrader's gradebook and an override, both surviving `--force`; the LMS's import file; the
+feedback zip under the names the LMS takes back. (tests/browser/test_formgrader_manual_grade.py types a
+hand grade into the formgrader's page itself; here it is written through nbgrader's gradebook API.)"""
 
 from __future__ import annotations
 
@@ -16,9 +18,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from nbgrader.api import Gradebook
+
+from autograder.grading.cache import safe_id
+from autograder.grading.formgrade import course_dir
+from autograder.nbgrader_setup.config import COURSE_ID
 from autograder.nbgrader_setup.workspace import Workspace
 from tests import notebooks
-from tests.test_any_assignment import part
+from tests.test_manual_grading import with_written_question
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -58,13 +65,13 @@ def rows_of(path: Path) -> list[dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    """A course with one notebook (ps1.ipynb: test_scale 3 points, test_parameters 1), due in the past,
-    10 % of the score per started day late, and an appeal accepted in overrides/ps1.csv."""
+    """A course with one notebook (ps1.ipynb: test_scale 3 points, test_parameters 1, a written answer 2),
+    due in the past, 10 % of the score per started day late, and an appeal accepted in overrides/ps1.csv."""
     base = tmp_path_factory.mktemp("term")
     root = base / "course"
     (root / "source" / ASSIGNMENT).mkdir(parents=True)
     shutil.copyfile(ROOT / "nbgrader_config.py", root / "nbgrader_config.py")
-    nbformat.write(part(2), root / "source" / ASSIGNMENT / "ps1.ipynb")
+    nbformat.write(with_written_question("Because its factor is 2."), root / "source" / ASSIGNMENT / "ps1.ipynb")
     releaser = Workspace(base / "release-ws", ASSIGNMENT)
     releaser.create(root / "source" / ASSIGNMENT)
     released = nbformat.read(releaser.release_dir() / "ps1.ipynb", as_version=4)
@@ -74,10 +81,15 @@ def course(tmp_path_factory):
     (root / "overrides" / "ps1.csv").write_text(
         "student_id,cell,points,comment,grader\n34567,test_scale,3,appeal: the grader's case was wrong,TA Kim\n")
 
-    def answer(body: str) -> bytes:
-        return nbformat.writes(notebooks.answered(released, f"def scale(value):\n    return {body}\n")).encode()
+    stub = next(cell for cell in released.cells if cell.get("id") == "written_why").source
 
-    return {"base": base, "root": root, "right": answer("2 * value"), "wrong": answer("value + 2")}
+    def answer(body: str, written: str = stub) -> bytes:
+        notebook = notebooks.answered(released, f"def scale(value):\n    return {body}\n")
+        next(cell for cell in notebook.cells if cell.get("id") == "written_why").source = written
+        return nbformat.writes(notebook).encode()
+
+    return {"base": base, "root": root, "right": answer("2 * value"), "wrong": answer("value + 2"),
+            "explained": answer("2 * value", "It returns two times the value.")}
 
 
 def zipped(path: Path, files: dict[str, bytes]) -> Path:
@@ -91,20 +103,32 @@ def zipped(path: Path, files: dict[str, bytes]) -> Path:
 def canvas(course):
     base, root = course["base"], course["root"]
     download = zipped(base / "CS101-ps1 submissions.zip", {
-        "doejane_12345_900_ps1.ipynb": course["right"],
+        "doejane_12345_900_ps1.ipynb": course["explained"],       # answers the written question too
         "smithjohn_LATE_23456_901_ps1.ipynb": course["right"],     # Canvas: late, no time in the download
         "leeann_34567_903_ps1-1.ipynb": course["wrong"],           # submitted again: Canvas renamed it
         "leeann_34567_904_scratch.py": b"print('draft')",
         "notes from TA.txt": b"stray",                              # follows no Canvas rule
     })
     out = base / "canvas-out"
+    first = run("grade", ASSIGNMENT, "--submissions", str(download), "--out", str(out), "--workers", "2",
+                "--timeout", "60", cwd=root)
+    rows_before = grades(out) if first.returncode == 0 else {}
+    prepared = run("formgrade", ASSIGNMENT, "--grades-dir", str(out), "--prepare-only", cwd=root)
+    if prepared.returncode == 0:   # the formgrader's Manual Grading page writes these two fields
+        with Gradebook(f"sqlite:///{course_dir(out) / 'gradebook.db'}", COURSE_ID) as gradebook:
+            gradebook.find_grade("written_why", "ps1", ASSIGNMENT, safe_id("12345")).manual_score = 2
+            gradebook.find_comment("written_why", "ps1", ASSIGNMENT, safe_id("12345")).manual_comment = "clear"
+            gradebook.db.commit()
     done = run("grade", ASSIGNMENT, "--submissions", str(download), "--out", str(out), "--workers", "2",
-               "--timeout", "60", cwd=root)
-    return {"done": done, "out": out, "rows": grades(out), "download": download}
+               "--timeout", "60", "--force", cwd=root)
+    return {"first": first, "rows_before": rows_before, "prepared": prepared, "done": done, "out": out,
+            "rows": grades(out), "download": download}
 
 
 def test_canvas_intake_reads_every_student_and_rejects_the_stray_file(canvas):
-    assert canvas["done"].returncode == 0, canvas["done"].stdout[-2000:] + canvas["done"].stderr[-2000:]
+    for step in ("first", "prepared", "done"):
+        assert canvas[step].returncode == 0, canvas[step].stdout[-2000:] + canvas[step].stderr[-2000:]
+    assert canvas["rows_before"]["12345"]["status"] == "needs_manual_grade"
     rows = canvas["rows"]
     assert {key: row["status"] for key, row in rows.items()} == {
         "12345": "graded", "23456": "graded", "34567": "graded", "notes from TA.txt": "invalid"}
@@ -117,7 +141,8 @@ def test_canvas_intake_reads_every_student_and_rejects_the_stray_file(canvas):
 def test_canvas_late_marker_and_override_in_grades_and_report(canvas):
     rows = canvas["rows"]
     scores = {key: (float(row["raw_score"]), float(row["penalty"]), float(row["score"])) for key, row in rows.items()}
-    assert scores["12345"] == (4, 0, 4)
+    assert scores["12345"] == (6, 0, 6)           # the written answer's 2 points by the formgrader
+    assert rows["12345"]["overrides"] == "written_why: unscored -> 2 by formgrader (clear)"
     assert scores["23456"] == (4, 0.4, 3.6)       # one started day: 10 % of 4
     assert "the LMS marked it late" in rows["23456"]["reason"]
     assert scores["34567"] == (4, 0, 4)           # 1 by the tests, test_scale 0 -> 3 by the override
@@ -135,7 +160,7 @@ def test_canvas_import_csv(canvas, course):
     assert done.returncode == 0, done.stderr
     assert "left out, not in the roster and never graded: notes from TA.txt" in done.stdout
     imported = {line["ID"]: line["ps1 (4711)"] for line in rows_of(target)}
-    assert imported == {"": "4", "12345": "4", "23456": "3.6", "34567": "4", "45678": "0"}
+    assert imported == {"": "6", "12345": "6", "23456": "3.6", "34567": "4", "45678": "0"}
 
 
 def test_canvas_feedback_zip_goes_back_under_canvas_names(canvas, course):
@@ -150,7 +175,7 @@ def test_canvas_feedback_zip_goes_back_under_canvas_names(canvas, course):
                      "smithjohn_LATE_23456_901_ps1-feedback.html", "smithjohn_LATE_23456_901_ps1-test-results.html"]
 
 
-def test_canvas_override_and_penalty_survive_a_forced_regrade(canvas, course):
+def test_canvas_hand_grades_and_penalty_survive_another_forced_regrade(canvas, course):
     again = run("grade", ASSIGNMENT, "--submissions", str(canvas["download"]), "--out", str(canvas["out"]),
                 "--workers", "2", "--timeout", "60", "--force", cwd=course["root"])
     assert again.returncode == 0, again.stderr[-2000:]
