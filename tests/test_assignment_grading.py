@@ -1,5 +1,6 @@
 """Every written assignment through the real grading pipeline (nbgrader + the course's preprocessors):
-the solutions typed into the release get full marks, the untouched release gets zero, and the
+the solutions typed into the release get every automatically graded point (their written answers wait
+for a hand grade), the untouched release gets zero, and the
 feedback shows no hidden test. TensorFlow's log lines must not cost the solution a single point."""
 
 from __future__ import annotations
@@ -26,7 +27,11 @@ def test_solution_full_marks_blank_zero_feedback_without_hidden_tests(assignment
     rows = {row.student_id: row for row in result.rows}
     solution, blank = rows["solution"], rows["blank"]
     lost = {cell: score for cell, score in solution.cells.items() if score == 0}
-    assert solution.status == "graded" and solution.score == solution.max_score == result.max_score > 0, \
+    written = {nbgrader_meta(cell)["grade_id"]: float(nbgrader_meta(cell)["points"])
+               for cell in source(assignment_id).cells if nbgrader_meta(cell).get("grade") and nbgrader_meta(cell).get("solution")}
+    assert set(solution.pending) == set(written), "the model answers typed in wait for a hand grade"
+    assert solution.status == ("needs_manual_grade" if written else "graded"), solution.reason
+    assert solution.score + sum(written.values()) == solution.max_score == result.max_score > 0, \
         f"solution: {solution.status} {solution.score}/{solution.max_score} {solution.reason}; zero in {lost}"
     assert blank.status == "graded" and blank.score == 0, f"blank release scored {blank.score}: {blank.cells}"
     hidden = [chunk for cell in source(assignment_id).cells

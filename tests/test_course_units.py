@@ -342,3 +342,29 @@ def test_calibration_helpers_give_onnx_runtime_answers(tmp_path):
     seen = calibration.tensor_activations(tmp_path / "relu.onnx", batches)
     assert set(seen) == {"x", "hidden", "y"}
     assert np.array_equal(seen["hidden"], np.maximum(np.concatenate(batches), 0))
+
+
+def test_the_demo_solution_may_leave_only_its_written_answers_to_grade_by_hand(tmp_path):
+    """make run's check of the demo class: the solution gets every automatic point, and its written
+    answers (the model answers typed in) wait for a hand grade; a lost automatic point is a problem."""
+    from autograder.authoring import course_run
+
+    def read(solution_row: str) -> course_run.Line:
+        layout = Layout(tmp_path / "course")
+        line = course_run.Line("ps1", "ok")
+        grading = course_run.DemoGrading(layout, line)   # no release notebook: nothing starts
+        line.problems.clear()
+        grading.out = tmp_path / "demo"
+        (grading.out / "grading").mkdir(parents=True, exist_ok=True)
+        (grading.out / "grading" / "grades.csv").write_text(
+            "student_id,score,max_score,status,reason,test_a,written_why\n"
+            f"{solution_row}\nblank,0,6,graded,,0,0\n")
+        (grading.out / "grading" / "max_points.csv").write_text(
+            "column,max_points\nscore,6\ntest_a,4\nwritten_why,2\n")
+        grading._read(0)
+        return line
+
+    waiting = read("solution,4,6,needs_manual_grade,written answers to grade by hand: written_why,4,")
+    assert waiting.problems == [] and waiting.solution_score == "4/6 (+2 by hand)"
+    lost = read("solution,3,6,needs_manual_grade,written answers to grade by hand: written_why,3,")
+    assert lost.problems and "the solution got 3/6 (+2 by hand)" in lost.problems[0]

@@ -145,10 +145,17 @@ class DemoGrading:
             return
         with grades.open(newline="", encoding="utf-8") as handle:
             rows = {row["student_id"]: row for row in csv.DictReader(handle)}
+        with (grades.parent / "max_points.csv").open(newline="", encoding="utf-8") as handle:
+            maxima = {row["column"]: float(row["max_points"]) for row in csv.DictReader(handle)}
         solution, blank = rows["solution"], rows["blank"]
-        line.solution_score = f"{solution['score']}/{solution['max_score']}"
+        # the solution's written answers (the model answers typed in) wait for a hand grade: their
+        # cells stay empty and their points are not in the score
+        by_hand = (sum(points for column, points in maxima.items() if solution.get(column) == "")
+                   if solution["status"] == "needs_manual_grade" else 0.0)
+        line.solution_score = f"{solution['score']}/{solution['max_score']}" + (f" (+{by_hand:g} by hand)" if by_hand else "")
         line.blank_score = f"{blank['score']}/{blank['max_score']}"
-        if (solution["status"] != "graded" or float(solution["score"]) != float(solution["max_score"])
+        if (solution["status"] not in ("graded", "needs_manual_grade")
+                or float(solution["score"]) + by_hand != float(solution["max_score"])
                 or float(solution["max_score"]) == 0):
             line.problems.append(f"the solution got {line.solution_score} ({solution['status']} "
                                  f"{solution['reason']})".strip() + f" (see {_shown(self.layout, self.log)})")
@@ -157,12 +164,12 @@ class DemoGrading:
 
 
 def table(lines: list[Line]) -> str:
-    header = f"{'assignment':<22} {'status':<9} {'seconds':>8} {'tests':>7} {'solution':>9} {'blank':>7}"
+    header = f"{'assignment':<22} {'status':<9} {'seconds':>8} {'tests':>7} {'solution':>22} {'blank':>7}"
     rows = [header, "-" * len(header)]
     for line in lines:
         tests = f"{line.tests_passed}/{line.tests_total}" if line.tests_total else "-"
         rows.append(f"{line.assignment:<22} {line.status:<9} {line.seconds:>8.1f} {tests:>7} "
-                    f"{line.solution_score or '-':>9} {line.blank_score or '-':>7}")
+                    f"{line.solution_score or '-':>22} {line.blank_score or '-':>7}")
         rows += [f"    ! {problem}" for problem in line.problems]
     return "\n".join(rows)
 
