@@ -69,6 +69,10 @@ def _export(args) -> int:
     without = [student for student in students.ids() if student not in grades]
     for student in export.left_out(students, grades):
         print(f"left out, not in the roster and never graded: {student}")
+    waiting = sorted(student for student, grade in grades.items() if grade.waiting)
+    if waiting:
+        print(f"not final, written answers still to grade by hand (autograder formgrade, or overrides): "
+              + ", ".join(waiting))
     print(f"{target}: {len(students.students)} students, {len(grades)} graded"
           + (f", {len(without)} without a submission ({'0' if args.missing == 'zero' else 'blank'}): "
              + ", ".join(without) if without else ""))

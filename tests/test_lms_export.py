@@ -194,3 +194,12 @@ def test_a_row_that_never_ran_and_names_no_roster_student_is_left_out_and_listed
     assert "left out, not in the roster and never graded: notes.txt" in result.stdout
     graded_unknown = grades_file(tmp_path, [row("101", 12), row("999", 3)], {"01_session_vs_eager.ipynb": 16})
     assert cli_export(graded_unknown, tmp_path / "canvas.csv", tmp_path / "import2.csv").returncode == 2
+
+
+def test_a_score_with_written_answers_still_to_grade_is_exported_and_said_not_final(tmp_path):
+    grades = grades_file(tmp_path, [row("101", 12, status=Status.NEEDS_MANUAL_GRADE, reason="written answers"),
+                                    row("102", 16)], {"01_session_vs_eager.ipynb": 16})
+    (tmp_path / "canvas.csv").write_text(CANVAS_ROSTER)
+    result = cli_export(grades, tmp_path / "canvas.csv", tmp_path / "import.csv")
+    assert result.returncode == 0, result.stderr
+    assert "not final, written answers still to grade by hand (autograder formgrade, or overrides): 101" in result.stdout

@@ -47,6 +47,7 @@ class Grade:
     score: float
     max_score: float
     unreadable: bool = False    # every notebook of the student was `invalid`: never run
+    waiting: bool = False       # written answers still wait for a hand grade: the score is not final
 
 
 def read_grades(path: Path) -> tuple[dict[str, Grade], float]:
@@ -62,7 +63,8 @@ def read_grades(path: Path) -> tuple[dict[str, Grade], float]:
                     problems.append(f"{path} line {number}: {student} has status error ({row['reason']}): re-grade it first")
                 before = grades.get(student, Grade(0.0, 0.0, True))
                 grades[student] = Grade(before.score + float(row["score"]), before.max_score + float(row["max_score"]),
-                                        before.unreadable and row["status"] == "invalid")
+                                        before.unreadable and row["status"] == "invalid",
+                                        before.waiting or row["status"] == "needs_manual_grade")
                 notebooks[row["notebook"]] = float(row["max_score"])
     except OSError as error:
         raise ExportError(f"{path}: {error} (run `autograder grade` first)") from None
