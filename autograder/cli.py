@@ -71,7 +71,7 @@ def _export(args) -> int:
         print(f"left out, not in the roster and never graded: {student}")
     waiting = sorted(student for student, grade in grades.items() if grade.waiting)
     if waiting:
-        print(f"not final, written answers still to grade by hand (autograder formgrade, or overrides): "
+        print("not final, written answers still to grade by hand (autograder formgrade, or overrides): "
               + ", ".join(waiting))
     print(f"{target}: {len(students.students)} students, {len(grades)} graded"
           + (f", {len(without)} without a submission ({'0' if args.missing == 'zero' else 'blank'}): "
