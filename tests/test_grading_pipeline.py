@@ -78,3 +78,11 @@ def test_feedback_has_no_hidden_test(graded):
     for page in pages.values():
         assert "double(2)==4" in page, "the visible test should be in the feedback"
         assert "double(-7)" not in page and "HIDDENTESTS" not in page
+
+
+def test_similarity_is_computed_after_grading_and_the_class_that_typed_the_reference_has_no_pair(graded):
+    """solution and slowpoke hand in the reference, blank the release: nothing of their own is shared."""
+    comparison, = graded["result"].similarity
+    assert (comparison.students, comparison.pairs, comparison.problem) == (3, [], ""), comparison
+    lines = (graded["out"] / "similarity.csv").read_text(encoding="utf-8").splitlines()
+    assert lines == ["student_a,student_b,notebook,similarity_a,similarity_b"]

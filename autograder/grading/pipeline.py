@@ -15,6 +15,8 @@ Every student gets a row whatever they submitted. The run writes only under `out
                   grades given there are read back on every run
 - `intake.csv`    what intake read: each student's origin in the download, the LMS's name, late marker
                   and re-upload name, and every rejection with its reason
+- `similarity.csv` pairs of students whose own code in the solution regions looks alike, computed after
+                  grading (`autograder.grading.similarity`); it flags, it changes no row
 Workers never share a gradebook file, so a parallel run gives exactly the rows of a serial one; with
 `db_url` they share one gradebook server (PostgreSQL), which takes concurrent writers.
 """
@@ -33,7 +35,7 @@ import nbformat
 from autograder import __version__
 from autograder.execution import executors, jobs, sandbox
 from autograder.execution.sandbox import Limits
-from autograder.grading import formgrade, intake, lateness, overrides, tamper
+from autograder.grading import formgrade, intake, lateness, overrides, similarity, tamper
 from autograder.grading.cache import Cache, safe_id
 from autograder.grading.results import ClassResult, Row
 from autograder.grading.status import Status, decide, settle
@@ -217,8 +219,9 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
                          1 if options.scheduler else options.workers)
     pending: dict[tuple[str, str], tuple[intake.Submission, tamper.Findings]] = {}
     batch = []
+    releases = {}
     for name, notebook in notebooks.items():
-        release_nb = nbformat.read(spaces[0].release_dir() / name, as_version=4)
+        release_nb = releases[name] = nbformat.read(spaces[0].release_dir() / name, as_version=4)
         for submission in notebook.students:
             if not submission.ok:
                 finish(Row(submission.student_id, assignment_id, notebook=name, max_score=notebook.max_score,
@@ -251,10 +254,32 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
         overrides.apply(row, by_hand, {column(row.notebook, cell) for cell in notebooks[row.notebook].points})
         row.status, row.reason = settle(row.status, row.reason, row.pending)
         _apply_lateness(row, term)
+    similar = _similar(notebooks, releases, {path.name: path for path in paths}, progress)
+    similarity.write_csv(out / "similarity.csv", similar)
     return ClassResult(assignment_id, sorted(rows, key=lambda row: (row.student_id, row.notebook)), list(points),
                        sum(notebook.max_score for notebook in notebooks.values()), out,
                        notebooks={name: notebook.max_score for name, notebook in notebooks.items()},
-                       cell_points=points)
+                       cell_points=points, similarity=similar)
+
+
+def _similar(notebooks: dict[str, "_Notebook"], releases: dict, sources: dict[str, Path],
+             progress: Callable[[str], None]) -> list[similarity.Comparison]:
+    """After grading, per notebook: the pairs of readable submissions whose own code looks alike. It reads
+    the submissions only; a failure here is reported and leaves the grades as they are."""
+    found = []
+    for name, notebook in notebooks.items():
+        readable = [submission for submission in notebook.students if submission.ok]
+        try:
+            comparison = similarity.compare_class(
+                name, {submission.student_id: intake.as_notebook(submission) for submission in readable},
+                releases[name], nbformat.read(sources[name], as_version=4))
+        except Exception as error:  # a flag that could not be computed must not stop a graded class
+            comparison = similarity.Comparison(name, len(readable), problem=f"{type(error).__name__}: {error}")
+        found.append(comparison)
+        progress(f"similarity{' of ' + name if len(notebooks) > 1 else ''}: "
+                 + (f"not computed ({comparison.problem})" if comparison.problem else
+                    f"{len(comparison.pairs)} similar pairs among {comparison.students} readable submissions"))
+    return found
 
 
 def _term(options: Options, assignment_id: str, students: set[str]) -> lateness.Term:

@@ -1,4 +1,5 @@
-"""The grading report: report.html (score histogram, pass rate of every test) and a terminal summary."""
+"""The grading report: report.html (score histogram, pass rate of every test, similar submissions) and a
+terminal summary."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import base64
 import io
 from pathlib import Path
 
-from autograder.grading import pages
+from autograder.grading import pages, similarity
 from autograder.grading.results import ClassResult
 
 
@@ -18,9 +19,12 @@ def summary_lines(result: ClassResult) -> list[str]:
                      + f"{row.status:<8} {row.score:>5g}/{row.max_score:<5g}  {row.reason}")
     graded = [row for row in result.rows if row.status.scored]
     waiting = sum(len(row.pending) for row in result.rows)
+    similar = sum(len(comparison.pairs) for comparison in result.similarity)
     lines.append(f"{len(result.rows)} submissions, {len(graded)} graded, "
                  f"{len(result.rows) - len(graded)} not graded"
-                 + (f"; {waiting} written answers to grade by hand (report.html)" if waiting else ""))
+                 + (f"; {waiting} written answers to grade by hand (report.html)" if waiting else "")
+                 + (f"; {similar} pairs of similar submissions to look at (report.html, similarity.csv)"
+                    if similar else ""))
     return lines
 
 
@@ -67,5 +71,6 @@ def write_html(result: ClassResult, path: Path | None = None) -> Path:
     path.write_text(pages.render("grading_report.html", result=result, histogram=_histogram_png(result),
                                  rows=sorted(result.rows, key=lambda row: (row.student_id, row.notebook)),
                                  several=len(result.notebooks) > 1,
-                                 rates=pass_rates(result)), encoding="utf-8")
+                                 rates=pass_rates(result), threshold=similarity.THRESHOLD,
+                                 min_shared=similarity.MIN_SHARED, top=similarity.TOP), encoding="utf-8")
     return path

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from autograder.grading.similarity import Comparison
 from autograder.grading.status import Status
 
 
@@ -52,6 +53,7 @@ class ClassResult:
     out: Path
     notebooks: dict[str, float] = field(default_factory=dict)     # notebook -> its max score
     cell_points: dict[str, float] = field(default_factory=dict)   # cell column -> its points
+    similarity: list[Comparison] = field(default_factory=list)    # similar submissions, per notebook (flags only)
 
     @property
     def max_points_path(self) -> Path:
