@@ -32,8 +32,9 @@ def test_scores_match_nbgrader(tmp_path):
     scores = {row.student_id: (row.score, row.max_score) for row in result.rows}
     assert scores == {student: (points, 7) for student, points in EXPECTED.items()}
     statuses = {row.student_id: row.status for row in result.rows}
-    # the cheat attempts patch IPython's showtraceback: same score as nbgrader gives, and flagged
-    assert statuses == {"unchanged": "graded", "changed": "graded",
+    # the cheat attempts patch IPython's showtraceback: same score as nbgrader gives, and flagged;
+    # "changed" answered the fixture's manually graded cells, which nbgrader leaves to a hand grade
+    assert statuses == {"unchanged": "graded", "changed": "needs_manual_grade",
                         "cheat-attempt": "flagged", "cheat-attempt-alternative": "flagged"}
     flagged = {row.student_id: row.reason for row in result.rows if row.status == "flagged"}
     assert all("showtraceback" in reason for reason in flagged.values()), flagged

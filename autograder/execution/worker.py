@@ -107,9 +107,13 @@ def grade(job: WorkerJob) -> WorkerResult:
                                                            job.student)
             result.score = float(submitted.score or 0.0)
             result.max_score = float(submitted.max_score or 0.0)
-            # a manually graded cell the student answered has no score yet (nbgrader's determine_grade:
-            # None for a changed solution cell, 0 for one left as released)
-            unscored = {grade.name for grade in submitted.grades if grade.auto_score is None and grade.manual_score is None}
+            # a manually graded answer cell (grade and solution) the student answered waits for a hand
+            # grade (nbgrader's SaveAutoGrades: determine_grade gives no score for a changed solution
+            # cell, 0 for one left as released); a test cell deleted from the notebook, which nbgrader
+            # also marks for manual grading, scores 0 here as before
+            answer_cells = {cell.name for cell in submitted.notebook.solution_cells}
+            unscored = {grade.name for grade in submitted.grades
+                        if grade.name in answer_cells and grade.needs_manual_grade and grade.manual_score is None}
             result.cells = {grade.name: float(grade.score or 0.0) for grade in submitted.grades
                             if grade.name not in unscored}
         except MissingEntry:
