@@ -89,7 +89,7 @@ def test_every_exercise_has_visible_and_hidden_tests(assignment_id):
     solutions = [cell for cell in notebook.cells if nbgrader_meta(cell).get("solution")]
     tests = [cell for cell in notebook.cells if nbgrader_meta(cell).get("grade") and not nbgrader_meta(cell).get("solution")]
     assert len(solutions) >= 5 and len(tests) >= 5, f"{assignment_id}: {len(solutions)} exercises, {len(tests)} tests"
-    for cell in solutions:
+    for cell in solutions:  # a written answer (a manually graded markdown cell) keeps its model answer there too
         assert "### BEGIN SOLUTION" in cell.source and "### END SOLUTION" in cell.source, nbgrader_meta(cell)["grade_id"]
     for cell in tests:
         visible = cell.source.split("### BEGIN HIDDEN TESTS")[0]
@@ -102,14 +102,16 @@ EXERCISE = re.compile(r"^### Exercise (?P<number>\d+)(?P<part>[a-z]?)\b.*?\((?P<
 
 
 def _exercises(notebook) -> list[tuple[str, int, float]]:
-    """(heading number, points the heading states, points of the grade cells up to the next heading)."""
+    """(heading number, points the heading states, points of the grade cells up to the next heading).
+    Grade cells are the test cells and the written answers (nbgrader's manually graded answer cells,
+    `grade` and `solution` both set)."""
     found: list[list] = []
     for cell in notebook.cells:
         match = EXERCISE.search(cell.source) if cell.cell_type == "markdown" else None
         if match:
             found.append([match["number"] + match["part"], int(match["points"]), 0.0])
         meta = nbgrader_meta(cell)
-        if meta.get("grade") and not meta.get("solution") and found:
+        if meta.get("grade") and found:
             found[-1][2] += float(meta.get("points", 0))
     return [tuple(entry) for entry in found]
 
@@ -118,8 +120,7 @@ def _exercises(notebook) -> list[tuple[str, int, float]]:
 def test_exercises_are_numbered_in_order_and_state_their_points(assignment_id):
     notebook = source(assignment_id)
     exercises = _exercises(notebook)
-    graded = sum(float(nbgrader_meta(cell).get("points", 0)) for cell in notebook.cells
-                 if nbgrader_meta(cell).get("grade") and not nbgrader_meta(cell).get("solution"))
+    graded = sum(float(nbgrader_meta(cell).get("points", 0)) for cell in notebook.cells if nbgrader_meta(cell).get("grade"))
     assert exercises, f"{assignment_id}: no '### Exercise N ... (P points)' heading"
     numbers = [int(re.match(r"\d+", label).group()) for label, _, _ in exercises]
     assert numbers == sorted(numbers) and sorted(set(numbers)) == list(range(1, max(numbers) + 1)), (
@@ -222,3 +223,20 @@ def test_no_text_calls_an_article_the_seed():
     found = [f"{where}: ...{text[max(0, match.start() - 40):match.end() + 40]}..."
              for where, text in _course_texts().items() for match in ARTICLE_SEED.finditer(text)]
     assert not found, "say what the source is (\"a typical 2021 source build\"), not \"the seed\":\n" + "\n".join(found[:20])
+
+
+@pytest.mark.parametrize("assignment_id", PRESENT)
+def test_a_written_answer_is_a_manually_graded_markdown_cell_released_as_nbgraders_stub(assignment_id):
+    """Each notebook asks one written question: an nbgrader manually graded answer cell (markdown, `grade`
+    and `solution` set, unlocked) whose model answer and marking guide stay in source/; the release shows
+    nbgrader's text stub in its place."""
+    written = [cell for cell in source(assignment_id).cells
+               if nbgrader_meta(cell).get("grade") and nbgrader_meta(cell).get("solution")]
+    assert written, f"{assignment_id}: no written answer (a manually graded answer cell)"
+    released_cells = {nbgrader_meta(cell).get("grade_id"): cell for cell in released(assignment_id).cells}
+    for cell in written:
+        meta = nbgrader_meta(cell)
+        assert cell.cell_type == "markdown" and not meta.get("locked") and meta.get("points", 0) > 0, meta
+        assert "**Marking guide**" in cell.source, f"{meta['grade_id']}: no marking guide beside the model answer"
+        assert released_cells[meta["grade_id"]].source == "YOUR ANSWER HERE", (
+            f"release/{assignment_id} {meta['grade_id']}: {released_cells[meta['grade_id']].source[:80]!r}")
