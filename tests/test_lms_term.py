@@ -188,9 +188,11 @@ def test_canvas_hand_grades_and_penalty_survive_another_forced_regrade(canvas, c
 
 
 def test_a_moodle_class_from_download_to_worksheet_and_feedback(course):
+    """The same term for a Moodle download: late by --submitted-at times, a written answer graded in the
+    formgrader's gradebook and an override, both through a --force run, the worksheet, the feedback."""
     base, root = course["base"], course["root"]
     download = zipped(base / "CS101-Homework 1-77.zip", {
-        "Jane Doe_1001_assignsubmission_file/ps1.ipynb": course["right"],
+        "Jane Doe_1001_assignsubmission_file/ps1.ipynb": course["explained"],   # with a written answer
         "Jane Doe_1001_assignsubmission_onlinetext/onlinetext.html": b"<p>done</p>",
         "John Smith_1002_assignsubmission_file/ps1 (1).ipynb": course["wrong"],   # the file picker's rename
         "grading worksheet.csv": b"Identifier\n",                               # follows no Moodle rule
@@ -200,14 +202,26 @@ def test_a_moodle_class_from_download_to_worksheet_and_feedback(course):
     (base / "moodle-overrides.csv").write_text(
         "student_id,cell,points,comment,grader\n1002,test_scale,3,appeal: the grader's case was wrong,TA Kim\n")
     out = base / "moodle-out"
-    done = run("grade", ASSIGNMENT, "--submissions", str(download), "--out", str(out), "--workers", "2",
-               "--timeout", "60", "--submitted-at", str(base / "times.csv"),
-               "--overrides", str(base / "moodle-overrides.csv"), cwd=root)
+
+    def grade(*extra: str) -> subprocess.CompletedProcess:
+        return run("grade", ASSIGNMENT, "--submissions", str(download), "--out", str(out), "--workers", "2",
+                   "--timeout", "60", "--submitted-at", str(base / "times.csv"),
+                   "--overrides", str(base / "moodle-overrides.csv"), *extra, cwd=root)
+
+    done = grade()
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert grades(out)["1001"]["status"] == "needs_manual_grade"
+    prepared = run("formgrade", ASSIGNMENT, "--grades-dir", str(out), "--prepare-only", cwd=root)
+    assert prepared.returncode == 0, prepared.stderr
+    with Gradebook(f"sqlite:///{course_dir(out) / 'gradebook.db'}", COURSE_ID) as gradebook:
+        gradebook.find_grade("written_why", "ps1", ASSIGNMENT, safe_id("1001")).manual_score = 1.5
+        gradebook.db.commit()
+    done = grade("--force")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     rows = grades(out)
     assert {key: (row["status"], float(row["raw_score"]), float(row["penalty"]), float(row["score"]))
             for key, row in rows.items() if key != "grading worksheet.csv"} == {
-        "1001": ("graded", 4, 0, 4),
+        "1001": ("graded", 5.5, 0, 5.5),      # 1.5 of the written answer's 2 by the formgrader
         "1002": ("graded", 4, 0.8, 3.2)}      # overridden to 4; two started days late: 20 %
     assert rows["grading worksheet.csv"]["status"] == "invalid"
 
@@ -215,7 +229,7 @@ def test_a_moodle_class_from_download_to_worksheet_and_feedback(course):
     done = run("export", ASSIGNMENT, "--format", "moodle-worksheet", "--roster", str(base / "worksheet.csv"),
                "--grades", str(out / "grades.csv"), "--out", str(base / "worksheet-upload.csv"), cwd=root)
     assert done.returncode == 0, done.stderr
-    assert [line["Grade"] for line in rows_of(base / "worksheet-upload.csv")] == ["4", "3.2", "0"]
+    assert [line["Grade"] for line in rows_of(base / "worksheet-upload.csv")] == ["5.5", "3.2", "0"]
 
     done = run("feedback", ASSIGNMENT, "--grades-dir", str(out), "--out", str(base / "moodle-feedback.zip"), cwd=root)
     assert done.returncode == 0, done.stderr
