@@ -8,16 +8,13 @@ hand grade into the formgrader's page itself; here it is written through nbgrade
 from __future__ import annotations
 
 import csv
-import os
 import shutil
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import nbformat
 import pytest
-
 from nbgrader.api import Gradebook
 
 from autograder.grading.cache import safe_id
@@ -25,10 +22,9 @@ from autograder.grading.formgrade import course_dir
 from autograder.nbgrader_setup.config import COURSE_ID
 from autograder.nbgrader_setup.workspace import Workspace
 from tests import notebooks
-from tests.test_manual_grading import with_written_question
+from tests.test_manual_grading import grades, run, with_written_question
 
 ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
 ASSIGNMENT = "ps1"
 
 pytestmark = pytest.mark.grading
@@ -46,16 +42,6 @@ Participant 1001,Jane Doe,jane@example.org,Submitted for grading,,4.00,Yes,-
 Participant 1002,John Smith,john@example.org,Submitted for grading,,4.00,Yes,-
 Participant 1003,Ann Lee,ann@example.org,No submission,,4.00,Yes,-
 """
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "autograder"), *args], cwd=cwd, capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"))
-
-
-def grades(out: Path) -> dict[str, dict[str, str]]:
-    with (out / "grades.csv").open(newline="", encoding="utf-8") as handle:
-        return {row["student_id"]: row for row in csv.DictReader(handle)}
 
 
 def rows_of(path: Path) -> list[dict[str, str]]:
