@@ -280,7 +280,7 @@ def parser() -> argparse.ArgumentParser:
     fg.add_argument("--grades-dir", metavar="DIR", help="the run's folder (default build/grading/<assignment>)")
     fg.add_argument("--prepare-only", action="store_true",
                     help="prepare <run folder>/formgrade/ and say how to open it, without starting JupyterLab")
-    fg.add_argument("jupyter_args", nargs="*", help="passed to jupyter lab (after --), e.g. -- --port 8890")
+    fg.epilog = "Arguments after -- go to jupyter lab, e.g. autograder formgrade 04_xla -- --port 8890 --no-browser"
     fg.set_defaults(run=_formgrade)
 
     rel = commands.add_parser("release", help="generate release/ from source/ with nbgrader")
@@ -304,7 +304,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    passed = argv[argv.index("--") + 1:] if "--" in argv else []   # for jupyter lab (formgrade)
+    args = parser().parse_args(argv[:len(argv) - len(passed) - 1] if "--" in argv else argv)
+    args.jupyter_args = passed
     try:
         return args.run(args)
     except (syllabus.UnknownAssignmentError, syllabus.UnknownProfileError, CourseRootNotFound,

@@ -150,3 +150,11 @@ def test_a_formgrader_grade_is_read_back_and_survives_force(graded):
     with Gradebook(gradebook_url, COURSE_ID) as gradebook:
         assert gradebook.find_grade("written_why", "ps1", ASSIGNMENT, safe_id("ann")).manual_score == 1.5, \
             "preparing again keeps the hand grade"
+
+
+def test_formgrade_hands_what_follows_the_double_dash_to_jupyter_lab(graded):
+    """Without --prepare-only the command becomes `jupyter lab` in the prepared folder; `--version`
+    makes that lab print its version and exit."""
+    done = run("formgrade", ASSIGNMENT, "--grades-dir", str(graded["out"]), "--", "--version", cwd=graded["root"])
+    assert done.returncode == 0, done.stderr
+    assert "written answers to grade" in done.stdout and done.stdout.strip().splitlines()[-1][0].isdigit()
