@@ -214,3 +214,46 @@ def test_a_gpu_worker_gives_its_kernels_its_own_gpu_only(cluster):
         on_gpu = client.submit(devices, resources={"GPU": 1}, pure=False).result(timeout=60)
         on_cpu = client.submit(devices, workers=[cluster.addresses["cpu-node"]], pure=False).result(timeout=60)
     assert (on_gpu, on_cpu) == ("0", None)
+
+
+def test_recording_an_assignment_waits_for_autogrades_in_flight(gradebook_url):
+    """nbgrader's SaveCells removes and re-creates a notebook that has no submission yet; a grader's
+    first submission written between that check and the delete broke the delete. So setting up an
+    assignment takes the gradebook lock whole and every autograde its shared side: the setup waits
+    for the autogrades in flight, and autogrades run beside each other."""
+    import sqlalchemy
+
+    from autograder.nbgrader_setup.gradebook import gradebook_lock
+
+    url = servers.create_database(gradebook_url, "locks")
+    events: list[str] = []
+    setup_started, setup_done = threading.Event(), threading.Event()
+
+    def setup() -> None:
+        setup_started.set()
+        with gradebook_lock(url):
+            events.append("setup")
+        setup_done.set()
+
+    def setup_is_waiting() -> bool:
+        engine = sqlalchemy.create_engine(url)
+        try:
+            with engine.connect() as connection:
+                return bool(connection.execute(sqlalchemy.text(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).scalar())
+        finally:
+            engine.dispose()
+
+    with gradebook_lock(url, shared=True), gradebook_lock(url, shared=True):   # two autogrades at once
+        thread = threading.Thread(target=setup)
+        thread.start()
+        assert setup_started.wait(30)
+        deadline = time.monotonic() + 60
+        while not setup_is_waiting():   # the fact: PostgreSQL holds the setup's lock request back
+            assert time.monotonic() < deadline and not setup_done.is_set(), "the setup did not wait"
+            time.sleep(0.1)
+        assert not setup_done.is_set()
+        events.append("autogrades done")
+    assert setup_done.wait(30)
+    thread.join(30)
+    assert events == ["autogrades done", "setup"]

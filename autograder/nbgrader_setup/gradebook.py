@@ -2,7 +2,8 @@
 database server (PostgreSQL) that every grader and worker shares.
 
 - `database_problem(url)`: why a `--db` URL cannot hold the gradebook, checked before grading;
-- `gradebook_lock(url)`: the lock graders take while nbgrader sets up a shared gradebook;
+- `gradebook_lock(url)`: the lock graders take while nbgrader sets up a shared gradebook (and its
+  shared side while they autograde);
 - `create_tables(url)`: a new gradebook's tables and migration stamp, made in this process.
 """
 
@@ -36,21 +37,26 @@ def database_problem(db_url: str) -> str | None:
 
 
 @contextlib.contextmanager
-def gradebook_lock(db_url: str):
-    """Hold a PostgreSQL advisory lock while nbgrader sets up a shared gradebook: creating the tables
-    and recording an assignment are not safe to run twice at once (two graders starting together).
-    Each grading worker writes only its own student's rows and needs no lock. No-op for SQLite."""
+def gradebook_lock(db_url: str, *, shared: bool = False):
+    """Hold a PostgreSQL advisory lock on a shared gradebook. Setting up an assignment takes it whole:
+    creating the tables and recording an assignment are not safe to run twice at once (two graders
+    starting together). Autograding takes its shared side (`shared=True`): any number of students
+    grade at once, but never while another grader records the assignment, because nbgrader's
+    SaveCells removes and re-creates a notebook that has no submission yet, and a submission
+    written between its check and its delete breaks the delete (a foreign key). No-op for SQLite."""
     if not db_url.startswith("postgresql"):
         yield
         return
+    lock, unlock = ("pg_advisory_lock_shared", "pg_advisory_unlock_shared") if shared else (
+        "pg_advisory_lock", "pg_advisory_unlock")
     engine = sqlalchemy.create_engine(db_url)
     try:
         with engine.connect() as connection:
-            connection.execute(sqlalchemy.text("SELECT pg_advisory_lock(:key)"), {"key": GRADEBOOK_LOCK})
+            connection.execute(sqlalchemy.text(f"SELECT {lock}(:key)"), {"key": GRADEBOOK_LOCK})
             try:
                 yield
             finally:
-                connection.execute(sqlalchemy.text("SELECT pg_advisory_unlock(:key)"), {"key": GRADEBOOK_LOCK})
+                connection.execute(sqlalchemy.text(f"SELECT {unlock}(:key)"), {"key": GRADEBOOK_LOCK})
     finally:
         engine.dispose()
 

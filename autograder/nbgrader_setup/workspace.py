@@ -100,7 +100,7 @@ class Workspace:
     def autograde(self, student_id: str) -> None:
         """Run nbgrader's Autograde for one student; raises NbGraderException when it fails."""
         config = self.config()
-        with tools_on_path():
+        with tools_on_path(), gradebook_lock(self.db_url, shared=True):
             app = Autograde(coursedir=self._coursedir(config, student_id), config=config)
             app.force = True
             app.create_student = True
