@@ -59,9 +59,7 @@ def _export(args) -> int:
     target = Path(args.out) if args.out else grades_path.parent / f"{args.format}-import.csv"
     try:
         grades, max_score = export.read_grades(grades_path)
-        match = args.match or export.MATCH[args.format]
-        students = roster.read(Path(args.roster), match,
-                               roster.participant_id if match == "Identifier" else (lambda value: value))
+        students = roster.read(Path(args.roster), args.match or export.MATCH[args.format])
         export.write(students, grades, max_score, args.assignment, args.format, target, missing=args.missing,
                      column=args.column)
     except (export.ExportError, roster.RosterError) as error:

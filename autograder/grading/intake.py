@@ -18,7 +18,7 @@ import hashlib
 import io
 import re
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
@@ -107,7 +107,7 @@ def _from_folder(folder: Path, notebook_name: str) -> Submission:
     if path.is_symlink():
         return Submission(student_id, origin, problem="the notebook is a symbolic link: not followed")
     if path.stat().st_size > MAX_NOTEBOOK_BYTES:
-        return Submission(student_id, origin, problem=f"the notebook is larger than the limit of {MAX_NOTEBOOK_BYTES:,} bytes")
+        return _too_big(student_id, origin)
     return _validated(student_id, origin, path.read_bytes())
 
 
@@ -132,8 +132,7 @@ def _from_zip(archive: Path | io.BytesIO, notebook_name: str, student_id: str = 
                 return Submission(student_id, origin, problem=problem)
             info = bundle.getinfo(by_name[chosen])
             if info.file_size > MAX_NOTEBOOK_BYTES:
-                return Submission(student_id, origin,
-                                  problem=f"the notebook is larger than the limit of {MAX_NOTEBOOK_BYTES:,} bytes")
+                return _too_big(student_id, origin)
             data = bundle.read(info)
     except (zipfile.BadZipFile, OSError) as error:
         return Submission(student_id, origin, problem=f"not a readable zip file: {error}")
@@ -205,27 +204,25 @@ def _from_download(layout: str, files: dict[str, _File], notebook_name: str, ori
 
 def _from_entries(layout: str, student_id: str, entries: list[downloads.Entry], files: dict[str, _File],
                   notebook_name: str, origin: str) -> Submission:
-    first = entries[0]
-    about = {"lms": layout, "name": first.name, "late_marked": any(entry.late for entry in entries)}
     by_name = {entry.file_name: entry for entry in entries}
     chosen, problem = _pick(sorted(by_name), notebook_name)
-    if not chosen:
-        zips = [entry for entry in entries if entry.file_name.lower().endswith(".zip")]
-        if len(zips) == 1 and problem.startswith("no "):   # a notebook uploaded inside a zip
-            entry = zips[0]
-            inner = _from_zip(io.BytesIO(files[entry.path].read()), notebook_name, student_id, origin + entry.path)
-            return _with(inner, about, entry.reupload)
-        return Submission(student_id, origin + first.path, problem=problem, reupload=first.reupload, **about)
-    entry = by_name[chosen]
-    if files[entry.path].size > MAX_NOTEBOOK_BYTES:
-        return Submission(student_id, origin + entry.path, reupload=entry.reupload,
-                          problem=f"the notebook is larger than the limit of {MAX_NOTEBOOK_BYTES:,} bytes", **about)
-    return _with(_validated(student_id, origin + entry.path, files[entry.path].read()), about, entry.reupload)
+    entry = by_name[chosen] if chosen else entries[0]
+    zips = [one for one in entries if one.file_name.lower().endswith(".zip")]
+    if not chosen and len(zips) == 1 and problem.startswith("no "):   # a notebook uploaded inside a zip
+        entry = zips[0]
+        found = _from_zip(io.BytesIO(files[entry.path].read()), notebook_name, student_id, origin + entry.path)
+    elif not chosen:
+        found = Submission(student_id, origin + entry.path, problem=problem)
+    elif files[entry.path].size > MAX_NOTEBOOK_BYTES:
+        found = _too_big(student_id, origin + entry.path)
+    else:
+        found = _validated(student_id, origin + entry.path, files[entry.path].read())
+    return replace(found, lms=layout, name=entries[0].name, late_marked=any(one.late for one in entries),
+                   reupload=entry.reupload)
 
 
-def _with(submission: Submission, about: dict, reupload: str) -> Submission:
-    return Submission(submission.student_id, submission.origin, submission.notebook_bytes, submission.problem,
-                      reupload=reupload, **about)
+def _too_big(student_id: str, origin: str) -> Submission:
+    return Submission(student_id, origin, problem=f"the notebook is larger than the limit of {MAX_NOTEBOOK_BYTES:,} bytes")
 
 
 def _escapes(name: str) -> bool:

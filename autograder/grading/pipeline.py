@@ -296,13 +296,11 @@ def _apply_lateness(row: Row, term: lateness.Term) -> None:
     at = term.submitted.get(row.student_id)
     row.submitted_at = at.isoformat() if at else ""
     row.late_by = term.late_seconds(row.student_id, row.assignment)
-    scored = row.status.scored
-    if term.charged_by_marker(row.student_id):
-        row.penalty = term.policy.penalty(row.score, 1) if scored else 0.0
+    by_marker = term.charged_by_marker(row.student_id)
+    row.penalty = term.policy.penalty(row.score, 1 if by_marker else row.late_by) if row.status.scored else 0.0
+    if by_marker:   # one second late: one started day
         row.reason = "; ".join(filter(None, [row.reason, "the LMS marked it late and no submission time was given "
                                              "(--submitted-at): charged as late by one started day"]))
-    else:
-        row.penalty = term.policy.penalty(row.score, row.late_by) if scored else 0.0
     row.score = max(0.0, row.raw_score - row.penalty)
 
 

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 CANVAS, MOODLE = "canvas", "moodle"
-LAYOUTS = (CANVAS, MOODLE)
 CANVAS_RULE = "<name>[_LATE]_<user id>_<attachment id>_<file name>"
 MOODLE_RULE = "<full name>_<participant id>_assignsubmission_<plugin>[/ or _]<file name>"
 

@@ -74,6 +74,13 @@ def names(out: Path) -> dict[tuple[str, str], str]:
     return {(line["student_id"], line["notebook"]): line["reupload"] for line in _read(path) if line["reupload"]}
 
 
+def _archive_name(reupload: str | None, student: str, stem: str, kind: str) -> str:
+    """`<student>/<stem>.html` (or `-test-results.html`); under the LMS's re-upload name when it has one."""
+    if reupload:
+        return f"{reupload}{stem}-{kind}.html"
+    return f"{student}/{stem}.html" if kind == "feedback" else f"{student}/{stem}-{kind}.html"
+
+
 def build(out: Path, assignment: str, target: Path, *, term: Term, include_results: bool, now: datetime) -> Released:
     rows = _read(out / "grades.csv")
     reupload = names(out)
@@ -91,11 +98,9 @@ def build(out: Path, assignment: str, target: Path, *, term: Term, include_resul
             student, notebook = row["student_id"], row["notebook"]
             stem = Path(notebook).stem
             start = reupload.get((student, notebook))
-            name = (lambda kind: f"{start}{stem}-{kind}.html") if start else (
-                lambda kind: f"{student}/{stem}.html" if kind == "feedback" else f"{student}/{stem}-{kind}.html")
             page = feedback_page(out, student, notebook, several)
             if page.exists():
-                archive.write(page, name("feedback"))
+                archive.write(page, _archive_name(start, student, stem, "feedback"))
                 released.pages += 1
             else:
                 released.without_page.append(f"{student} {notebook}: {row['status']}"
@@ -108,7 +113,7 @@ def build(out: Path, assignment: str, target: Path, *, term: Term, include_resul
                     withheld.add(student)
                     released.withheld.append(f"{student} (due {due.isoformat()})")
                 continue
-            archive.writestr(name("test-results"), pages.render(
+            archive.writestr(_archive_name(start, student, stem, "test-results"), pages.render(
                 "test_results.html", assignment=assignment, student=student, notebook=notebook, row=row,
                 results=test_results(row, maxima, notebook, several)))
             if student not in released.with_results:

@@ -38,9 +38,13 @@ def participant_id(value: str) -> str:
     return found.group(1) if found else value
 
 
-def read(path: Path, match: str, key=lambda value: value) -> Roster:
-    """Read `path`; every id in column `match` (as `key` reads it) once. Duplicates are listed with
-    their lines, all at once."""
+WORKSHEET_ID = "Identifier"   # Moodle's grading worksheet: "Participant 1001"
+
+
+def read(path: Path, match: str) -> Roster:
+    """Read `path`; every id in column `match` once (a worksheet's `Identifier` as its participant id).
+    Duplicates are listed with their lines, all at once."""
+    key = participant_id if match == WORKSHEET_ID else (lambda value: value)
     try:
         text = path.read_text(encoding="utf-8-sig")   # Excel and Canvas may write a byte order mark
     except (OSError, UnicodeDecodeError) as error:
