@@ -6,6 +6,7 @@ it (or `save` writes it). Nothing here is global state: no style sheets, no rcPa
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -41,10 +42,13 @@ def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], *, title: s
 
 def bars(labels: Sequence[str], values: Sequence[float], *, title: str, ylabel: str,
          errors: Sequence[float] | None = None) -> Figure:
-    """A bar per label, optionally with error bars (e.g. the IQR of timings)."""
+    """A bar per label, optionally with error bars (e.g. the IQR of timings). Labels are wrapped to the
+    width of a bar, so neighbours never run into each other."""
     _require(title=title, ylabel=ylabel)
     figure, axes = pyplot.subplots(figsize=(6.4, 4))
-    axes.bar(list(labels), list(values), yerr=list(errors) if errors is not None else None, capsize=4)
+    width = max(6, 56 // max(1, len(labels)))   # characters that fit under one bar at the default size
+    shown = ["\n".join(textwrap.fill(line, width) for line in str(label).splitlines()) for label in labels]
+    axes.bar(shown, list(values), yerr=list(errors) if errors is not None else None, capsize=4)
     axes.set(title=title, ylabel=ylabel)
     axes.grid(True, axis="y", alpha=0.3)
     figure.tight_layout()
