@@ -68,13 +68,12 @@ MAX_ANSWER_CHARS = 20000
 
 def answers(autograded: Path, grade_ids: set[str]) -> dict[str, str]:
     """The student's text in each of `grade_ids`' cells, for grading by hand."""
-    if not grade_ids or not autograded.exists():
-        return {grade_id: "" for grade_id in grade_ids}
     found = {grade_id: "" for grade_id in grade_ids}
-    for cell in nbformat.read(autograded, as_version=4).cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id in found:
-            found[grade_id] = cell.source[:MAX_ANSWER_CHARS]
+    if found and autograded.exists():
+        for cell in nbformat.read(autograded, as_version=4).cells:
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if grade_id in found:
+                found[grade_id] = cell.source[:MAX_ANSWER_CHARS]
     return found
 
 
