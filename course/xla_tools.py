@@ -57,11 +57,14 @@ from course.environment import restored_environment  # noqa: F401 - 04 calls xla
 METADATA_PLANE = "/host:metadata"
 _PROGRAM_SUFFIX = re.compile(r"\(\d+\)$")
 
-# Flags that turn auto-clustering on for the CPU (see tensorflow/compiler/jit/flags.cc) and dump the
-# graph before and after each of TensorFlow's XLA passes. (--tf_xla_auto_jit=1 would do the same:
+# Flags that turn auto-clustering on for the CPU (see tensorflow/compiler/jit/flags.cc) and make
+# MarkForCompilationPass dump the graph before and after it clusters (before_mark_for_compilation,
+# mark_for_compilation, mark_for_compilation_annotated: --tf_xla_clustering_debug sets the pass's
+# dump_graphs option, mark_for_compilation_pass.cc). (--tf_xla_auto_jit=1 would do the same:
 # mark_for_compilation_pass.cc only compares the level with OFF.)
 AUTO_CLUSTERING_FLAGS = ("--tf_xla_auto_jit=2", "--tf_xla_cpu_global_jit", "--tf_xla_clustering_debug")
-# EncapsulateSubgraphsPass and BuildXlaOpsPass dump their graphs when their VLOG level is 1 or more;
+# EncapsulateSubgraphsPass and BuildXlaOpsPass dump their graphs when their VLOG level is 1 or more
+# (`if (VLOG_IS_ON(1)) DumpGraphToFile(...)`; --tf_xla_clustering_debug does not reach them);
 # the optimization registry logs every graph pass it runs, with its phase, at VLOG level 1
 # (tensorflow/core/common_runtime/optimization_registry.cc).
 PASS_VMODULE = "encapsulate_subgraphs_pass=1,build_xla_ops_pass=1,optimization_registry=1"
@@ -225,9 +228,11 @@ for line in sys.stdin:
 
 
 class AutoClusteringProcess:
-    """A Python subprocess with auto-clustering on (CPU included) and every dump switched on.
+    """A Python subprocess with auto-clustering on for the CPU and every dump switched on.
 
-    The subprocess gets TF_XLA_FLAGS="--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit
+    The subprocess sees no GPU (CUDA_VISIBLE_DEVICES=""): it places every op on the CPU, so its
+    clusters are compiled for XLA_CPU_JIT whether or not the machine has a GPU.
+    It gets TF_XLA_FLAGS="--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit
     --tf_xla_clustering_debug" (plus --tf_xla_min_cluster_size when given), TF_DUMP_GRAPH_PREFIX
     = folder/graphs, TF_CPP_VMODULE for the encapsulate and build-ops passes and the optimization
     registry (PASS_VMODULE), TF_CPP_MIN_LOG_LEVEL=0 so that those log lines are written, and (with
@@ -269,7 +274,10 @@ class AutoClusteringProcess:
                     path.unlink() if path.is_file() else path.rmdir()
             sub.mkdir(parents=True, exist_ok=True)
         # Level 0: the VLOG lines of PASS_VMODULE are INFO messages and must reach stderr.log.
-        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0",
+        # CUDA_VISIBLE_DEVICES="": the subprocess sees no GPU, so its ops are placed on the CPU and
+        # clustered for XLA_CPU_JIT on any machine (what the notebook's text, op list and dumps describe),
+        # and it leaves the GPU's memory to the notebook's kernel.
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0", "CUDA_VISIBLE_DEVICES": "",
                "TF_XLA_FLAGS": self.tf_xla_flags, "TF_DUMP_GRAPH_PREFIX": str(self.graphs),
                "TF_CPP_VMODULE": PASS_VMODULE, "PYTHONUNBUFFERED": "1"}
         if self.xla_flags:

@@ -152,3 +152,12 @@ def test_auto_clustering_process_clusters_reuses_and_reports_errors(tmp_path):
     assert not process.alive
     with pytest.raises(xla_tools.XlaToolsError, match="no mark_for_compilation dump"):
         xla_tools.graph_with_node(first.graphs, "mark_for_compilation", "no_such_node")
+
+
+def test_auto_clustering_process_hides_the_gpu(tmp_path, monkeypatch):
+    """The subprocess must cluster for the CPU on a GPU machine too: it sees no GPU, whatever the
+    parent's CUDA_VISIBLE_DEVICES (the worker imports nothing, so this starts no TensorFlow)."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    with xla_tools.AutoClusteringProcess(tmp_path / "env", dump_xla=False) as process:
+        run = process.run("import os\nprint(repr(os.environ.get('CUDA_VISIBLE_DEVICES')))")
+    assert run.stdout.strip() == "''", f"expected CUDA_VISIBLE_DEVICES='' in the subprocess, got {run.stdout.strip()}"

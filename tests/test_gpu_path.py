@@ -113,7 +113,8 @@ def test_gpu_check_lists_its_items_and_fails_without_a_driver(monkeypatch):
 
     script = ROOT / "scripts" / "gpu-check"
     listed = subprocess.run([sys.executable, script, "--list"], capture_output=True, text=True, timeout=60)
-    assert listed.stdout.split() == ["driver", "memory", "xla", "onnxruntime", "sandbox", "tf32"]
+    documented = re.findall(r"^  ([a-z0-9-]+) ", script.read_text().split('"""')[1], re.M)  # the docstring's items
+    assert sorted(listed.stdout.split()) == sorted(documented) and "driver" in documented, (listed.stdout, documented)
     env = dict(os.environ, PATH="/usr/bin:/bin")  # no nvidia-smi here, as on every CPU machine
     done = subprocess.run([sys.executable, script, "driver"], capture_output=True, text=True, timeout=120,
                           env=env)
