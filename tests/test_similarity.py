@@ -290,14 +290,12 @@ def test_the_report_shows_the_pairs_escaped_and_says_when_there_is_nothing_to_co
 
 
 @pytest.mark.parametrize("students", [6, 200])
-def test_a_class_compares_in_seconds(students):
-    import time
-
+def test_a_whole_class_is_compared_and_the_top_pairs_kept(students):
+    """Behaviour only: how long a class takes is a benchmark's question, not a test's (a test that
+    fails on a slow or busy machine is not allowed here)."""
     alike = the_class()
     many = {f"{name}{number:03d}": nb for number in range(students // len(alike) + 1) for name, nb in alike.items()}
     many = dict(list(many.items())[:students])
-    started = time.perf_counter()
     comparison = similarity.compare_class(NAME, many, RELEASE, SOURCE)
     # every alice and bob copy pairs with every other: more than TOP pairs, of which TOP are listed
     assert comparison.students == students and len(comparison.pairs) == (1 if students == 6 else similarity.TOP)
-    assert time.perf_counter() - started < 30
