@@ -3,8 +3,9 @@
 CPython installs the text of its language reference in `pydoc_data.topics` (what `help("assert")`
 prints): about 465,000 characters of English prose with code examples, grammar rules and tables
 in between. `documents()` keeps the prose, one document per help topic, as a list of sentences in
-reading order, so consecutive sentences really follow each other (what next-sentence prediction
-needs). Every sentence occurs once in the whole corpus.
+reading order: a sentence's successor in its document is the next sentence of that topic that was
+kept (code, tables and sentences outside the word limits in between are dropped), which is what
+next-sentence prediction pairs. Every sentence occurs once in the whole corpus.
 
 `word_order_task(count, seed)` generates a sentence-classification task that a bag of words
 cannot solve: every sentence joins two opposite clauses with "but", and the label is the
