@@ -28,17 +28,22 @@ calls the student's function with the object hidden:
     with grading.hidden("keras.layers.ConvLSTM2D"):
         got = convlstm_step(...)
 
-While the block runs, every module attribute that holds the object under its name (the public
-`keras.layers.ConvLSTM2D`, the private `keras.src...` one, a name the notebook imported itself) is
-a stand-in that raises `Hidden`, so a solution that only calls the object earns nothing; the names
-are restored afterwards, whatever happened.
+While the block runs, the object itself refuses to work, by whatever name the solution holds it (the
+public `keras.layers.ConvLSTM2D`, a private `keras.src...` path, or an alias such as
+`from keras.layers import ConvLSTM2D as C` bound before the test): a class gets an `__init__`, and a
+`__call__` where its instances are callable, set on the class itself that raise `Hidden`, so building
+it, building a subclass that runs its `__init__`, or calling an instance made earlier fails; a
+function gets a `__code__` that raises `Hidden` (a function's `__code__` is writable, see "Callable
+types" in the Python data model). A solution that only calls the object earns nothing. The class's
+attributes and the function's code are restored afterwards, whatever happened. Other names and
+objects stay as they are, so `isinstance` checks and the library's other classes keep working.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
-import sys
+import types
 
 
 class Checks:
@@ -94,44 +99,57 @@ class Hidden(RuntimeError):
 
 def _resolve(dotted: str):
     module_name, _, attribute = dotted.rpartition(".")
-    return getattr(importlib.import_module(module_name), attribute), attribute
+    return getattr(importlib.import_module(module_name), attribute)
 
 
-class _Refusing(type):
-    """The stand-in's type: calling it (building the layer) or reading any attribute raises Hidden."""
-
-    def _refuse(cls):
-        return Hidden(f"{cls.dotted} is hidden while the test runs your function: compute it yourself")
-
-    def __call__(cls, *args, **kwargs):
-        raise cls._refuse()
-
-    def __getattr__(cls, name):
-        raise cls._refuse()
+def _message(dotted: str) -> str:
+    return f"{dotted} is hidden while the test runs your function: compute it yourself"
 
 
-def _stand_in(dotted: str):
-    name = f"Hidden_{dotted.rpartition('.')[2]}"
-    return _Refusing(name, (), {"dotted": dotted, "__qualname__": name})
+def _refusing_code(dotted: str) -> types.CodeType:
+    """Code that raises Hidden and reads no global: it runs with the hidden function's own globals."""
+    source = (f"def refuse(*args, **kwargs):\n"
+              f"    raise __import__({__name__!r}, fromlist=['Hidden']).Hidden({_message(dotted)!r})\n")
+    namespace: dict = {}
+    exec(compile(source, f"<hidden {dotted}>", "exec"), namespace)
+    return namespace["refuse"].__code__
+
+
+def _refusing_method(dotted: str):
+    def refuse(self, *args, **kwargs):
+        raise Hidden(_message(dotted))
+    return refuse
+
+
+_ABSENT = object()
 
 
 @contextlib.contextmanager
 def hidden(*dotted_names: str):
-    """Hide each object (named by its public dotted path) in every loaded module for the block."""
-    swapped: list[tuple[object, str, object]] = []
+    """Make each object (named by a dotted path) raise `Hidden` when built or called, for the block."""
+    saved: list[tuple[object, str, object]] = []  # (owner, attribute, what to put back; _ABSENT: delete)
+
+    def replace(owner, attribute, value):
+        saved.append((owner, attribute, owner.__dict__.get(attribute, _ABSENT) if isinstance(owner, type)
+                      else getattr(owner, attribute)))
+        setattr(owner, attribute, value)
+
     try:
         for dotted in dotted_names:
-            target, attribute = _resolve(dotted)
-            stand_in = _stand_in(dotted)
-            for module in list(sys.modules.values()):
-                try:
-                    namespace = object.__getattribute__(module, "__dict__")
-                except (AttributeError, TypeError):
-                    continue
-                if isinstance(namespace, dict) and namespace.get(attribute) is target:
-                    swapped.append((module, attribute, target))
-                    setattr(module, attribute, stand_in)
+            target = _resolve(dotted)
+            if isinstance(target, type):
+                replace(target, "__init__", _refusing_method(dotted))
+                if any("__call__" in vars(base) for base in target.__mro__[:-1]):  # its instances are callable
+                    replace(target, "__call__", _refusing_method(dotted))
+            elif isinstance(target, types.FunctionType) and not target.__closure__:
+                replace(target, "__code__", _refusing_code(dotted))
+            else:
+                raise TypeError(f"grading.hidden: {dotted} is a {type(target).__name__}; it hides classes and "
+                                f"plain functions")
         yield
     finally:
-        for module, attribute, target in reversed(swapped):
-            setattr(module, attribute, target)
+        for owner, attribute, value in reversed(saved):
+            if value is _ABSENT:
+                delattr(owner, attribute)
+            else:
+                setattr(owner, attribute, value)

@@ -15,6 +15,13 @@ from pathlib import Path
 
 KERNEL_NAME = "tf-course"
 DISPLAY_NAME = "Python 3 (TF course)"
+# The environment the course kernel starts with. On a GPU, TensorFlow maps all but a reserve of the
+# GPU's memory when it first touches it unless allow_growth is on, and TF_FORCE_GPU_ALLOW_GROWTH
+# overrides GPUOptions.allow_growth for the process (GPUBFCAllocator,
+# https://github.com/tensorflow/tensorflow/blob/v2.21.0/tensorflow/core/common_runtime/gpu/gpu_bfc_allocator.h):
+# 04's auto-clustering subprocess and 05's ONNX Runtime CUDA session run beside a kernel that would
+# otherwise hold the whole GPU. Without a GPU the variable changes nothing.
+KERNEL_ENVIRONMENT = {"TF_FORCE_GPU_ALLOW_GROWTH": "true"}
 
 
 def kernelspec_metadata() -> dict:
@@ -35,11 +42,14 @@ c.Execute.timeout = {VALIDATE_CELL_TIMEOUT}
 
 
 def install(prefix: str | None = None, user: bool = False) -> None:
-    """Register the current interpreter as the course kernel (ipykernel's own installer), and give
+    """Register the current interpreter as the course kernel (ipykernel's own installer) with the
+    environment of `KERNEL_ENVIRONMENT`, and give
     nbgrader's Validate a per-cell timeout that fits TensorFlow notebooks (environment-wide, beside
     the kernel; a course directory's own nbgrader_config.py still decides there)."""
     command = [sys.executable, "-m", "ipykernel", "install", "--name", KERNEL_NAME,
                "--display-name", DISPLAY_NAME]
+    for name, value in KERNEL_ENVIRONMENT.items():
+        command += ["--env", name, value]
     if user:
         command.append("--user")
     else:

@@ -118,6 +118,20 @@ def test_course_kernel_is_registered_for_this_environment():
     assert found.same_environment, found
 
 
+def test_the_course_kernel_grows_gpu_memory_as_it_needs_it(tmp_path):
+    """A student's kernel does not map the whole GPU at its first op, so 04's subprocess and 05's ONNX
+    Runtime CUDA session beside it still find memory: the kernel spec's env, as Jupyter starts it."""
+    import json
+
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    kernel.install(prefix=str(tmp_path / "env"))
+    spec_file = tmp_path / "env" / "share" / "jupyter" / "kernels" / kernel.KERNEL_NAME / "kernel.json"
+    assert json.loads(spec_file.read_text())["env"] == {"TF_FORCE_GPU_ALLOW_GROWTH": "true"}
+    spec = KernelSpecManager(kernel_dirs=[str(spec_file.parent.parent)]).get_kernel_spec(kernel.KERNEL_NAME)
+    assert spec.env["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"
+
+
 def test_kernel_install_gives_nbgrader_validate_a_timeout_for_tensorflow_notebooks(tmp_path, monkeypatch):
     """What nbgrader's validate handler loads (its own load_config, run from a student's folder)
     after `install` into a prefix: the course's per-cell timeout instead of nbgrader's 30 s."""
@@ -188,6 +202,21 @@ def test_doctor_says_nothing_of_a_driver_tensorflows_log_does_not_mention():
     assert doctor._gpu(facts).detail == "no GPU visible to TensorFlow"
 
 
+def test_doctor_hints_name_what_the_student_readme_installs(monkeypatch):
+    """Without a GPU on a CUDA build, the hint names requirements-gpu.lock (the student README's GPU
+    install), not a pip extra; a missing kernel names kernel.install(), not a make target."""
+    facts = {"tensorflow": {"devices": [{"type": "CPU"}], "build_info": {"is_cuda_build": True}},
+             "nvidia_distributions": {}, "tensorflow_log": []}
+    hint = doctor._gpu(facts).hint
+    assert "requirements-gpu.lock" in hint and "[gpu]" not in hint and "extra" not in hint, hint
+    cpu_wheel = {"packages": {"tensorflow-cpu": "2.21.0"}}
+    assert "requirements-gpu.lock" in doctor._wheel(cpu_wheel).hint
+    monkeypatch.setattr(kernel, "check", lambda: kernel.KernelCheck(registered=False, spec_path=None, spec_python=None,
+                                                                    running_python="python", same_environment=False))
+    hint = doctor._kernel({}).hint
+    assert 'python -c "from course import kernel; kernel.install()"' in hint and "make" not in hint, hint
+
+
 def test_captured_stderr_takes_what_is_written_to_the_descriptor_itself(capfd):
     import os
 
@@ -248,32 +277,46 @@ def test_image_grid_draws_grey_panels_on_one_shared_scale():
 
 
 def test_grading_hides_an_object_everywhere_for_the_block_only():
-    """A solution that calls the object the test compares with gets `Hidden`, by any name it holds."""
+    """A solution that calls the object the test compares with gets `Hidden`, by any name it holds,
+    an alias bound before the block included; everything is as before once the block ends."""
     import sys
     import types
 
     from course import grading
 
     library = types.ModuleType("fake_library")
-    library.Packer = type("Packer", (), {})
-    private = types.ModuleType("fake_library._impl")
-    private.Packer = library.Packer
-    notebook = types.ModuleType("fake_notebook")
-    notebook.Packer, notebook.other = library.Packer, "kept"
-    sys.modules.update({"fake_library": library, "fake_library._impl": private, "fake_notebook": notebook})
+    exec("class Packer:\n    def __init__(self, size):\n        self.size = size\n"
+         "    def __call__(self, tokens):\n        return tokens[:self.size]\n"
+         "class Plain:\n    pass\n"
+         "def pack(tokens, size=2):\n    return tokens[:size]\n", library.__dict__)
+
+    class Subclass(library.Packer):
+        pass
+
+    sys.modules["fake_library"] = library
     try:
-        original = library.Packer
+        Alias, alias_pack = library.Packer, library.pack  # bound before the block, as an answer cell can
+        made_before = Alias(2)
+        before = ({**vars(library.Packer)}, library.pack.__code__)
         with pytest.raises(grading.Hidden, match="fake_library.Packer is hidden"):
-            with grading.hidden("fake_library.Packer"):
-                assert notebook.other == "kept"
-                for holder in (library, private, notebook):
-                    with pytest.raises(grading.Hidden):
-                        holder.Packer()
-                library.Packer.anything  # noqa: B018 - attribute access is refused too
-        assert library.Packer is private.Packer is notebook.Packer is original, "restored after an error"
+            with grading.hidden("fake_library.Packer", "fake_library.pack", "fake_library.Plain"):
+                for refused in (lambda: Alias(3), lambda: library.Packer(3), lambda: Subclass(3),
+                                lambda: made_before([1, 2, 3]), lambda: alias_pack([1, 2, 3]),
+                                lambda: library.pack([1]), lambda: library.Plain()):
+                    with pytest.raises(grading.Hidden, match="is hidden while the test runs your function"):
+                        refused()
+                assert isinstance(made_before, library.Packer) and made_before.size == 2, "the object stays itself"
+                Alias(4)  # an error inside the block: everything is restored all the same
+        assert ({**vars(library.Packer)}, library.pack.__code__) == before, "restored after an error"
+        assert "__init__" not in vars(library.Plain), "an inherited __init__ is inherited again"
+        assert Alias(2)([1, 2, 3]) == Subclass(2)([1, 2, 3]) == alias_pack([1, 2, 3]) == [1, 2]
+        assert library.pack([1, 2, 3], size=1) == [1] and library.Plain() is not None
+        with pytest.raises(TypeError, match="hides classes and plain functions"):
+            with grading.hidden("fake_library.Packer", "sys.getsizeof"):
+                pass
+        assert {**vars(library.Packer)} == before[0], "restored when a later name cannot be hidden"
     finally:
-        for name in ("fake_library", "fake_library._impl", "fake_notebook"):
-            sys.modules.pop(name, None)
+        sys.modules.pop("fake_library", None)
 
 
 def test_checks_give_each_group_its_share_and_name_what_failed(capsys):
@@ -368,3 +411,39 @@ def test_the_demo_solution_may_leave_only_its_written_answers_to_grade_by_hand(t
     assert waiting.problems == [] and waiting.solution_score == "4/6 (+2 by hand)"
     lost = read("solution,3,6,needs_manual_grade,written answers to grade by hand: written_why,3,")
     assert lost.problems and "the solution got 3/6 (+2 by hand)" in lost.problems[0]
+
+
+def test_training_benchmark_counts_a_seed_only_at_full_marks():
+    """`make bench-training` reads a test cell's score as the autograder does: a model at chance ends its
+    Checks cell without an error but with 1.2 of 3 points, and that seed has not passed."""
+    import nbformat
+
+    from tests.benchmarks import training
+
+    def executed(*outputs, points=3, run=True):
+        cell = nbformat.v4.new_code_cell("checks.score()", execution_count=7 if run else None)
+        cell.metadata["nbgrader"] = {"grade": True, "solution": False, "grade_id": "t", "points": points,
+                                     "schema_version": 3, "locked": True}
+        cell.outputs = [nbformat.from_dict(output) for output in outputs]
+        return cell
+
+    def stream(name, text):
+        return {"output_type": "stream", "name": name, "text": text}
+
+    def result(value):
+        return {"output_type": "execute_result", "data": {"text/plain": value}, "metadata": {}, "execution_count": 7}
+
+    partial = executed(stream("stdout", "  FAILED hidden accuracy: expected at least 0.8, got 0.512\n"), result("1.2"))
+    assert training.graded_score(partial) == (1.2, 3.0) and not training.full_marks(training.graded_score(partial))
+    assert training.full_marks(training.graded_score(executed(result("3.0"))))
+    log_line = "W0000 00:00:1712345678.123456    1234 cuda_executor.cc:1]  no GPU\n"
+    assert training.full_marks(training.graded_score(executed(stream("stderr", log_line), result("3.0")))), \
+        "TensorFlow's log lines are filtered as the autograder does"
+    assert training.graded_score(executed(stream("stderr", "Traceback: a real message\n"), result("3.0"))) == (0.0, 3.0)
+    error = {"output_type": "error", "ename": "AssertionError", "evalue": "no group passed", "traceback": []}
+    assert training.graded_score(executed(error)) == (0.0, 3.0)
+    assert training.full_marks(training.graded_score(executed(points=1))), "an all-or-nothing cell that ran clean"
+    assert training.graded_score(executed(run=False)) is None and not training.full_marks(None)
+    margins = nbformat.v4.new_code_cell("")
+    margins.outputs = [nbformat.from_dict(stream("stdout", 'BENCH-MARGINS {"hidden acc": 0.5, "swapped acc": null}\n'))]
+    assert training.read_margins(margins) == {"hidden acc": 0.5, "swapped acc": None}

@@ -1,9 +1,20 @@
 """A test that grades a re-implementation gives nothing to a solution that calls the object it
 re-implements, and still passes the reference solution (02's ConvLSTM step and output shape, 03's
-pair packing and encoder block). The graded cells run here as nbgrader runs them, hidden tests included."""
+pair packing, [CLS] head and encoder block). The graded cells run here as nbgrader runs them, hidden tests included.
+Each object a test hides (`grading.hidden`) is also called through an alias the answer cell bound before
+the test ran (00's loader run, 02's ConvLSTM layer and cell, 03's packer, classifier, encoder and attention layers,
+05's ONNX Runtime calibration): that earns nothing either, though it earns points with nothing hidden."""
 
 from __future__ import annotations
 
+import contextlib
+import math
+import os
+import pathlib
+import re
+import subprocess
+import tempfile
+import types
 import warnings
 from pathlib import Path
 
@@ -11,7 +22,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from course import gpu, grading
+from course import calibration, gpu, grading, loader
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,7 +59,45 @@ def namespace():
     backbone = keras_hub.models.BertBackbone(vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=8,
                                              intermediate_dim=16, max_sequence_length=16)
     return {"np": np, "tf": tf, "keras": keras, "layers": layers, "keras_hub": keras_hub, "warnings": warnings,
-            "gpu": gpu, "grading": grading, "backbone": backbone, "HIDDEN_DIM": 8, "SEED": 0}
+            "gpu": gpu, "grading": grading, "backbone": backbone, "HIDDEN_DIM": 8, "SEED": 0,
+            # what 00's and 05's test cells use from their notebooks' imports ...
+            "math": math, "os": os, "pathlib": pathlib, "re": re, "subprocess": subprocess, "tempfile": tempfile,
+            "loader": loader, "calibration": calibration, "raises": raises}
+
+
+def raises(error_type, function, *args, **kwargs):
+    """... and 05's helper, as its notebook defines it."""
+    try:
+        function(*args, **kwargs)
+    except error_type:
+        return True
+    return False
+
+
+# every object a test cell hides: each is itself again once the test has run
+HIDDEN_OBJECTS = ("course.loader.loader_resolution", "keras.layers.ConvLSTM2D",
+                  "keras.src.layers.rnn.conv_lstm.ConvLSTMCell", "keras_hub.layers.MultiSegmentPacker",
+                  "keras_hub.layers.TransformerEncoder", "keras.layers.MultiHeadAttention",
+                  "keras_hub.models.BertTextClassifier",
+                  "onnxruntime.quantization.calibrate.MinMaxCalibrater",
+                  "onnxruntime.quantization.calibrate.PercentileCalibrater",
+                  "onnxruntime.quantization.calibrate.EntropyCalibrater",
+                  "onnxruntime.quantization.calibrate.HistogramCollector",
+                  "onnxruntime.quantization.calibrate.create_calibrator",
+                  "onnxruntime.quantization.quant_utils.compute_scale_zp")
+
+
+def hidden_state() -> dict:
+    """What `grading.hidden` changes, for each object: a class's own __init__ and __call__, a function's code."""
+    import importlib
+
+    state = {}
+    for dotted in HIDDEN_OBJECTS:
+        module, _, name = dotted.rpartition(".")
+        target = getattr(importlib.import_module(module), name)
+        state[dotted] = ((vars(target).get("__init__"), vars(target).get("__call__")) if isinstance(target, type)
+                         else target.__code__)
+    return state
 
 
 CHEAT_STEP = '''
@@ -92,6 +141,180 @@ def encoder_block(inputs, padding_mask, weights, *, epsilon=1e-12):
     return np.asarray(layer(inputs, padding_mask=padding_mask, training=False))
 '''
 
+CHEAT_CLASSIFIER = '''
+def build_cls_classifier(backbone, num_classes, dropout=0.1):
+    return keras_hub.models.BertTextClassifier(backbone, num_classes=num_classes, preprocessor=None, dropout=dropout)
+'''
+
+
+# The same cheats with the object bound to another name in the answer cell, before the test hides it
+# (what `grading.hidden` guards against by changing the object itself, not the names that hold it); and one
+# per other object the notebooks hide: 00's loader run, 03's attention layer, 05's ONNX Runtime calibration.
+ALIAS_STEP = "from keras.layers import ConvLSTM2D as _Recurrent\n" + CHEAT_STEP.replace("layers.ConvLSTM2D",
+                                                                                "_Recurrent")
+
+ALIAS_STEP_CELL = '''
+from keras.src.layers.rnn.conv_lstm import ConvLSTMCell as _Cell
+
+def convlstm_step(inputs, hidden, carry, kernel, recurrent_kernel, bias=None, strides=1, padding="same"):
+    cell = _Cell(rank=2, filters=kernel.shape[-1] // 4, kernel_size=kernel.shape[:2], strides=strides, padding=padding,
+                 use_bias=bias is not None)
+    cell.build(inputs.shape)
+    cell.set_weights([kernel, recurrent_kernel] + ([bias] if bias is not None else []))
+    new_hidden, (_, new_carry) = cell(inputs.astype("float32"), [hidden.astype("float32"), carry.astype("float32")])
+    return np.asarray(new_hidden), np.asarray(new_carry)
+'''
+
+ALIAS_SHAPE = "_Recurrent = layers.ConvLSTM2D\n" + CHEAT_SHAPE.replace("layers.ConvLSTM2D", "_Recurrent")
+
+ALIAS_PACK = "_Packer = keras_hub.layers.MultiSegmentPacker\n" + CHEAT_PACK.replace(
+    "keras_hub.layers.MultiSegmentPacker", "_Packer")
+
+ALIAS_CLASSIFIER = "from keras_hub.models import BertTextClassifier as _Classifier\n" + CHEAT_CLASSIFIER.replace(
+    "keras_hub.models.BertTextClassifier", "_Classifier")
+
+ALIAS_ENCODER = "from keras_hub.layers import TransformerEncoder as _Encoder\n" + CHEAT_ENCODER.replace(
+    "keras_hub.layers.TransformerEncoder", "_Encoder")
+
+ALIAS_ATTENTION = '''
+_Attention = keras.layers.MultiHeadAttention
+
+def encoder_block(inputs, padding_mask, weights, *, epsilon=1e-12):
+    heads, head_size = weights["query_kernel"].shape[1:]
+    x, real = np.asarray(inputs, "float32"), np.asarray(padding_mask, bool)
+    attention = _Attention(heads, head_size)
+    attention(x, x)
+    attention.set_weights([weights[variable.path.split("/")[-2].replace("attention_output", "output") + "_"
+                                   + variable.path.split("/")[-1]] for variable in attention.weights])
+    mask = np.broadcast_to(real[:, None, :], (x.shape[0], x.shape[1], x.shape[1]))
+    attended = np.asarray(attention(x, x, attention_mask=mask), "float64")
+
+    def layer_norm(z, name):
+        centred = z - z.mean(axis=-1, keepdims=True)
+        scaled = centred / np.sqrt(z.var(axis=-1, keepdims=True) + epsilon)
+        return weights[f"{name}_gamma"] * scaled + weights[f"{name}_beta"]
+
+    first = layer_norm(x + attended, "attention_norm")
+    hidden = np.asarray(keras.activations.gelu(first @ weights["intermediate_kernel"] + weights["intermediate_bias"],
+                                               approximate=True))
+    return layer_norm(first + hidden @ weights["feedforward_kernel"] + weights["feedforward_bias"], "feedforward_norm")
+'''
+
+ALIAS_LOADER = '''
+from course.loader import loader_resolution as _ld_so
+
+def resolve_needed(library, ld_library_path="", cache=None, system_dirs=()):
+    return _ld_so(library, ld_library_path)
+'''
+
+# 05: the range from ONNX Runtime (by the object each cheat aliases), then scale, zero point and QDQ
+INT8_FROM_RANGE = '''
+def _scale_zero_point(low, high, symmetric):
+    low, high = min(low, 0.0), max(high, 0.0)
+    if symmetric:
+        return float(np.float32(2.0 * max(-low, high) / 254.0)), 0
+    step = (high - low) / 255.0
+    return float(np.float32(step)), int(np.round(-128.0 - low / step))
+
+def int8_calibration(values, method, symmetric=True, num_bins=2048, num_quantized_bins=128, percentile=99.999):
+    if method not in ("minmax", "percentile", "entropy"):
+        raise ValueError(f"method {method!r}")
+    array = np.asarray(values, np.float32)
+    low, high = _range(array, method, symmetric, num_bins, num_quantized_bins, percentile)
+    scale, zero_point = _scale_zero_point(float(low), float(high), symmetric)
+    levels = np.clip(np.round(array / np.float32(scale)) + zero_point, -128, 127)
+    restored = ((levels - zero_point) * np.float32(scale)).astype(np.float32)
+    difference = restored.astype(np.float64) - np.asarray(values, np.float64)
+    return {"range": (float(low), float(high)), "scale": scale, "zero_point": zero_point, "dequantized": restored,
+            "max_abs_error": float(np.max(np.abs(difference))), "rms_error": float(np.sqrt(np.mean(difference ** 2)))}
+'''
+
+ALIAS_CALIBRATERS = '''
+import contextlib as _contextlib, io as _io, tempfile as _tempfile
+import onnx as _onnx
+from onnxruntime.quantization.calibrate import EntropyCalibrater as _Entropy, MinMaxCalibrater as _MinMax, \\
+    PercentileCalibrater as _Percentile
+
+def _range(array, method, symmetric, num_bins, num_quantized_bins, percentile):
+    with _tempfile.TemporaryDirectory() as folder:
+        _onnx.save(calibration._identity_model(array.shape), f"{folder}/model.onnx")
+        common = {"augmented_model_path": f"{folder}/augmented.onnx", "symmetric": symmetric}
+        calibrater = (_MinMax(f"{folder}/model.onnx", **common) if method == "minmax" else
+                      _Percentile(f"{folder}/model.onnx", num_bins=num_bins, percentile=percentile, **common)
+                      if method == "percentile" else
+                      _Entropy(f"{folder}/model.onnx", num_bins=num_bins, num_quantized_bins=num_quantized_bins,
+                               **common))
+        calibrater.augment_graph()
+        calibrater.create_inference_session()
+        with _contextlib.redirect_stdout(_io.StringIO()):
+            calibrater.collect_data(calibration._OneBatch({"values": array}))
+            low, high = calibrater.compute_data()["observed"].range_value
+    return np.asarray(low).ravel()[0], np.asarray(high).ravel()[0]
+''' + INT8_FROM_RANGE
+
+ALIAS_CREATE_CALIBRATOR = '''
+import contextlib as _contextlib, io as _io, tempfile as _tempfile
+import onnx as _onnx
+from onnxruntime.quantization.calibrate import CalibrationMethod as _Method, create_calibrator as _make
+
+def _range(array, method, symmetric, num_bins, num_quantized_bins, percentile):
+    with _tempfile.TemporaryDirectory() as folder:
+        _onnx.save(calibration._identity_model(array.shape), f"{folder}/model.onnx")
+        calibrater = _make(f"{folder}/model.onnx", augmented_model_path=f"{folder}/augmented.onnx",
+                           calibrate_method={"minmax": _Method.MinMax, "percentile": _Method.Percentile,
+                                             "entropy": _Method.Entropy}[method],
+                           extra_options={"symmetric": symmetric, "num_bins": num_bins, "percentile": percentile,
+                                          "num_quantized_bins": num_quantized_bins})
+        with _contextlib.redirect_stdout(_io.StringIO()):
+            calibrater.collect_data(calibration._OneBatch({"values": array}))
+            low, high = calibrater.compute_data()["observed"].range_value
+    return np.asarray(low).ravel()[0], np.asarray(high).ravel()[0]
+''' + INT8_FROM_RANGE
+
+ALIAS_COLLECTOR_AND_SCALE = '''
+import contextlib as _contextlib, io as _io
+from onnx import TensorProto as _TensorProto
+from onnxruntime.quantization.calibrate import HistogramCollector as _Collector
+from onnxruntime.quantization.quant_utils import compute_scale_zp as _scale_zp, get_qmin_qmax_for_qType as _qrange
+
+def _range(array, method, symmetric, num_bins, num_quantized_bins, percentile):
+    if method == "minmax":
+        bound = float(np.max(np.abs(array)))
+        return (-bound, bound) if symmetric else (float(array.min()), float(array.max()))
+    collector = _Collector(method, symmetric, num_bins, num_quantized_bins, percentile, "same")
+    collector.collect({"observed": [array]})
+    with _contextlib.redirect_stdout(_io.StringIO()):
+        low, high = collector.compute_collection_result()["observed"]
+    return np.asarray(low).ravel()[0], np.asarray(high).ravel()[0]
+''' + INT8_FROM_RANGE + '''
+def _scale_zero_point(low, high, symmetric):
+    qmin, qmax = _qrange(_TensorProto.INT8, symmetric=symmetric)
+    zero_point, scale = _scale_zp(np.array(low, np.float32), np.array(high, np.float32), qmin, qmax, symmetric)
+    return float(scale), int(zero_point)
+'''
+
+ALIAS_CHEATS = [
+    ("02_convlstm", (), "convlstm_step", "test_convlstm_step", ALIAS_STEP),
+    ("02_convlstm", (), "convlstm_step", "test_convlstm_step", ALIAS_STEP_CELL),
+    ("02_convlstm", ("convlstm_step", "test_convlstm_step"), "convlstm_output_shape", "test_convlstm_output_shape",
+     ALIAS_SHAPE),
+    ("03_bert_finetuning", (), "pack_pair", "test_pack_pair", ALIAS_PACK),
+    ("03_bert_finetuning", (), "build_cls_classifier", "test_build_cls_classifier", ALIAS_CLASSIFIER),
+    ("03_bert_finetuning", ("encoder-weights",), "encoder_block", "test_encoder_block", ALIAS_ENCODER),
+    ("03_bert_finetuning", ("encoder-weights",), "encoder_block", "test_encoder_block", ALIAS_ATTENTION),
+    ("00_gpu_setup", (), "resolve_needed", "test_resolve_needed", ALIAS_LOADER),
+    ("05_tf_trt", (), "int8_calibration", "test_int8_calibration", ALIAS_CALIBRATERS),
+    ("05_tf_trt", (), "int8_calibration", "test_int8_calibration", ALIAS_CREATE_CALIBRATOR),
+    ("05_tf_trt", (), "int8_calibration", "test_int8_calibration", ALIAS_COLLECTOR_AND_SCALE),
+]
+# groups that never call the function with an object hidden (05: the ValueError for an unknown method): a
+# cheat passes them as any solution does
+NOT_HIDING = {"test_int8_calibration": {"errors and other methods"}}
+
+ALIAS_IDS = ["02-ConvLSTM2D-step", "02-ConvLSTMCell", "02-ConvLSTM2D-shape", "03-MultiSegmentPacker",
+             "03-BertTextClassifier", "03-TransformerEncoder", "03-MultiHeadAttention", "00-loader_resolution",
+             "05-calibraters", "05-create_calibrator", "05-HistogramCollector-compute_scale_zp"]
+
 
 @pytest.mark.parametrize("assignment_id, before, solution_id, test_id, cheat", [
     ("02_convlstm", (), "convlstm_step", "test_convlstm_step", CHEAT_STEP),
@@ -99,10 +322,13 @@ def encoder_block(inputs, padding_mask, weights, *, epsilon=1e-12):
      CHEAT_SHAPE),
     ("03_bert_finetuning", (), "pack_pair", "test_pack_pair", CHEAT_PACK),
     ("03_bert_finetuning", ("encoder-weights",), "encoder_block", "test_encoder_block", CHEAT_ENCODER),
+    ("03_bert_finetuning", (), "build_cls_classifier", "test_build_cls_classifier", CHEAT_CLASSIFIER),
+    *ALIAS_CHEATS,
 ])
 def test_calling_the_reimplemented_object_earns_nothing(namespace, assignment_id, before, solution_id, test_id, cheat):
     cells = notebook_cells(assignment_id)
     namespace = dict(namespace)
+    untouched = hidden_state()
     for earlier in before:  # the cells the notebook runs before this exercise (they define what its test uses)
         exec(cells[earlier], namespace)
     reference = dict(namespace)
@@ -117,7 +343,24 @@ def test_calling_the_reimplemented_object_earns_nothing(namespace, assignment_id
         assert "is hidden while the test runs your function" in str(error), error
         score = 0.0
     if cheating.get("checks") is not namespace.get("checks"):  # this test cell scored groups of checks
-        failures = [failure for _, _, failure in cheating["checks"].results]
-        assert all(failure and "is hidden while the test runs your function" in failure for failure in failures), failures
-    assert score == 0.0, f"calling the re-implemented object scored {score}"
-    assert "Hidden" not in type(namespace["layers"].ConvLSTM2D).__name__, "the test left ConvLSTM2D hidden"
+        failures = [failure for _, _, failure in cheating["checks"].results if failure is not None]
+        assert all("is hidden while the test runs your function" in failure for failure in failures), failures
+        passed = {name for name, _, failure in cheating["checks"].results if failure is None}
+        assert passed <= NOT_HIDING.get(test_id, set()), f"calling the re-implemented object passed {passed}"
+    else:
+        assert score == 0.0, f"calling the re-implemented object scored {score}"
+    assert hidden_state() == untouched, "the test left an object hidden"
+
+
+@pytest.mark.parametrize("assignment_id, before, solution_id, test_id, cheat", ALIAS_CHEATS, ids=ALIAS_IDS)
+def test_the_alias_cheats_earn_points_when_nothing_is_hidden(namespace, assignment_id, before, solution_id, test_id,
+                                                             cheat):
+    """The cheats above are real: what makes them earn nothing is the hiding alone."""
+    cells = notebook_cells(assignment_id)
+    namespace = dict(namespace, grading=types.SimpleNamespace(Checks=grading.Checks, Hidden=grading.Hidden,
+                                                              hidden=lambda *names: contextlib.nullcontext()))
+    for earlier in before:
+        exec(cells[earlier], namespace)
+    exec(cheat, namespace)
+    score = run_test_cell(cells[test_id], namespace)
+    assert score is None or score > 0, f"with nothing hidden the cheat scored {score}"
