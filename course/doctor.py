@@ -15,6 +15,10 @@ from typing import Any, Callable
 from course import environment, kernel
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
+# what the student README installs: the GPU lock into a fresh venv, and the kernel from the environment
+GPU_INSTALL = ("install requirements-gpu.lock into a fresh venv (`pip install --require-hashes --no-deps "
+               "-r requirements-gpu.lock`): it brings pip's CUDA libraries")
+KERNEL_INSTALL = '`python -c "from course import kernel; kernel.install()"`'
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,7 @@ def _python(facts: dict) -> Check:
     version = facts["python"]["version"]
     where = "a virtual environment" if facts["python"]["in_virtualenv"] else "the system interpreter"
     status = OK if sys.version_info[:2] == (3, 11) else WARN
-    hint = "" if status == OK else "the course's lock is made for Python 3.11"
+    hint = "" if status == OK else "requirements.lock and requirements-gpu.lock pin packages for Python 3.11"
     return Check("python", status, f"Python {version} in {where}", hint)
 
 
@@ -47,7 +51,7 @@ def _wheel(facts: dict) -> Check:
                      "uninstall both and reinstall from requirements.lock (keras-hub needs `tensorflow`)")
     if packages.get("tensorflow-cpu"):
         return Check("tensorflow wheel", WARN, "tensorflow-cpu is installed: no CUDA build",
-                     "install `tensorflow` (or `.[gpu]`) for GPU support")
+                     f"for GPU support, {GPU_INSTALL}")
     return Check("tensorflow wheel", OK, f"tensorflow {packages.get('tensorflow')}")
 
 
@@ -98,7 +102,7 @@ def _gpu(facts: dict) -> Check:
         return Check("gpu", OK, f"{len(gpus)} GPU visible: {names}")
     hint = "GPU-only cells will print why they skip"
     if facts["tensorflow"]["build_info"].get("is_cuda_build") and not facts["nvidia_distributions"]:
-        hint += "; on a GPU machine install the [gpu] extra (pip's CUDA libraries)"
+        hint += f"; on a GPU machine, {GPU_INSTALL}"
     driver = driver_diagnosis(facts.get("tensorflow_log", []))
     return Check("gpu", WARN, "no GPU visible to TensorFlow" + (f": {driver}" if driver else ""), hint)
 
@@ -125,10 +129,11 @@ def _kernel(_: dict) -> Check:
     found = kernel.check()
     if not found.registered:
         return Check("kernel", WARN, f"no Jupyter kernel named {kernel.KERNEL_NAME!r}",
-                     "run `make lab` (or `python -m ipykernel install --sys-prefix --name tf-course`)")
+                     f"register it from this environment: {KERNEL_INSTALL}")
     if not found.same_environment:
         return Check("kernel", WARN, f"kernel {kernel.KERNEL_NAME!r} runs {found.spec_python}, "
-                     f"not this environment's {found.running_python}", "re-register it from this environment")
+                     f"not this environment's {found.running_python}",
+                     f"register it again from this environment: {KERNEL_INSTALL}")
     return Check("kernel", OK, f"kernel {kernel.KERNEL_NAME!r} runs this environment ({found.spec_python})")
 
 
@@ -144,8 +149,9 @@ def _loader_tools(_: dict) -> Check:
                if not present]
     if missing:
         return Check("loader tools", WARN, "missing: " + ", ".join(missing),
-                     "00's Exercise 7 needs Linux on x86-64 with glibc and `cc` (Debian/Ubuntu: apt install gcc)")
-    return Check("loader tools", OK, f"{loader.LOADER} and a C compiler, for 00's loader exercise")
+                     "00's loader and fatbin exercises need Linux on x86-64 with glibc and `cc` "
+                     "(Debian/Ubuntu: apt install gcc)")
+    return Check("loader tools", OK, f"{loader.LOADER} and a C compiler, for 00's loader and fatbin exercises")
 
 
 FACT_CHECKS: tuple[Callable[[dict], Check], ...] = (_python, _wheel, _cpu, _shadowing, _kernel, _loader_tools)

@@ -3,7 +3,10 @@
 - `system_search()`: the folders and the cache that this machine's `ld.so` searches last, read from
   the loader itself (`ld.so --help` lists them; `ldconfig -p` prints the cache).
 - `build_library(...)`: a real, empty ELF shared object with the DT_NEEDED, DT_RUNPATH or DT_RPATH
-  entries a test asks for, made with the C compiler, to build library trees on the fly.
+  entries a test asks for, and any extra sections, made with the C compiler, to build library trees
+  on the fly.
+- `fatbin_section(...)`: the bytes of a small `.nv_fatbin` section (CUDA's fat binary containers),
+  which `build_library(..., sections=...)` puts into a library: 00's fatbin exercise reads them.
 - `loader_resolution(...)`: what the real loader makes of a library's dependencies (the loader run
   with LD_TRACE_LOADED_OBJECTS=1, which is what `ldd` does), which the tests compare an answer with.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import struct
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -67,11 +71,13 @@ def _compiler() -> str:
 
 
 def build_library(path: str | os.PathLike, needed: tuple[str, ...] = (), runpath: str | None = None,
-                  rpath: str | None = None, soname: str | None = None) -> Path:
+                  rpath: str | None = None, soname: str | None = None,
+                  sections: dict[str, bytes] | None = None) -> Path:
     """Compile an empty shared object at `path` with these DT_NEEDED names and search path.
 
     `runpath` gives DT_RUNPATH, `rpath` DT_RPATH (give at most one; "$ORIGIN" is kept literally). The
-    needed libraries need not exist: the linker only records their names."""
+    needed libraries need not exist: the linker only records their names. `sections` maps a section
+    name (such as ".nv_fatbin") to its exact contents, 8-byte aligned as nvcc aligns `.nv_fatbin`."""
     if runpath is not None and rpath is not None:
         raise ValueError("give runpath or rpath, not both (the loader ignores DT_RPATH beside DT_RUNPATH)")
     path = Path(path)
@@ -79,9 +85,11 @@ def build_library(path: str | os.PathLike, needed: tuple[str, ...] = (), runpath
     with tempfile.TemporaryDirectory() as scratch:
         source = Path(scratch, "empty.c")
         source.write_text("int course_loader_marker;\n")
+        with_sections = Path(scratch, "sections.c")
+        with_sections.write_text("int course_loader_marker;\n" + _section_arrays(sections or {}))
         stubs = Path(scratch, "stubs")
         stubs.mkdir()
-        command = [_compiler(), "-shared", "-nostdlib", "-o", str(path), str(source),
+        command = [_compiler(), "-shared", "-nostdlib", "-o", str(path), str(with_sections),
                    f"-Wl,-soname,{soname or path.name}", "-Wl,--no-as-needed", f"-L{stubs}"]
         for name in needed:  # a stub with that soname makes the linker record the name as DT_NEEDED
             subprocess.run([_compiler(), "-shared", "-nostdlib", "-o", str(stubs / name), str(source),
@@ -93,6 +101,51 @@ def build_library(path: str | os.PathLike, needed: tuple[str, ...] = (), runpath
             command += [f"-Wl,-rpath,{rpath}", "-Wl,--disable-new-dtags"]
         subprocess.run(command, check=True, capture_output=True)
     return path
+
+
+def _section_arrays(sections: dict[str, bytes]) -> str:
+    """C definitions that put each section's bytes, and nothing else, into a section of that name."""
+    arrays = []
+    for number, (name, data) in enumerate(sections.items()):
+        if not re.fullmatch(r"\.?[A-Za-z_][\w.]*", name) or not data:
+            raise ValueError(f"section {name!r}: give a plain section name and some bytes")
+        if len(data) % 8:
+            raise ValueError(f"section {name!r}: {len(data)} bytes, not a multiple of 8 (the alignment)")
+        values = ",".join(str(byte) for byte in data)
+        arrays.append(f'__attribute__((used, section("{name}"), aligned(8))) '
+                      f"const unsigned char course_section_{number}[{len(data)}] = {{{values}}};\n")
+    return "".join(arrays)
+
+
+FATBIN_MAGIC = 0xBA55ED50  # the first 4 bytes of every fat binary container (little-endian)
+FATBIN_PTX, FATBIN_ELF = 1, 2  # entry kinds: PTX text, an ELF file of SASS (other kinds exist)
+
+
+def fatbin_section(containers: list[list[tuple]], header_size: int = 64) -> bytes:
+    """The bytes of a `.nv_fatbin` section made of these fat binary containers, one after another.
+
+    Each container is a list of entries `(kind, arch)` or `(kind, arch, payload)`: kind 1 is PTX, 2 an
+    ELF of SASS, `arch` an integer such as 80 for compute capability 8.0. A container is a 16-byte
+    header (magic, version 1, header size 16, size of the entries) and its entries; an entry is a
+    header of `header_size` bytes (a multiple of 8, at least 64: nvcc writes 64, 80 or 112) and its
+    payload padded to 8 bytes. The entry header holds the kind at +0, its own size at +4, the padded
+    payload size at +8 (8 bytes), the payload size at +16 and the architecture at +28, as in the
+    containers of TensorFlow's wheel. The payload is filler unless given: the entries carry no code."""
+    if header_size < 64 or header_size % 8:
+        raise ValueError(f"an entry header is a multiple of 8 bytes, at least 64; got {header_size}")
+    section = b""
+    for entries in containers:
+        body = b""
+        for entry in entries:
+            kind, arch = entry[0], entry[1]
+            payload = entry[2] if len(entry) > 2 else f"course fatbin {kind} {arch}".encode()
+            padded = payload + b"\0" * (-len(payload) % 8)
+            header = bytearray(header_size)
+            struct.pack_into("<HHIQI", header, 0, kind, 0x0101, header_size, len(padded), len(payload))
+            struct.pack_into("<HHI", header, 24, 7, 1, arch)
+            body += bytes(header) + padded
+        section += struct.pack("<IHHQ", FATBIN_MAGIC, 1, 16, len(body)) + body
+    return section
 
 
 def loader_resolution(library: str | os.PathLike, ld_library_path: str = "") -> dict[str, str | None]:

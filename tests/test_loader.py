@@ -48,3 +48,30 @@ def test_doctor_warns_without_a_compiler(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
     missing = doctor._loader_tools({})
     assert missing.status == doctor.WARN and "C compiler" in missing.detail and "apt install gcc" in missing.hint
+
+
+def test_a_built_library_carries_the_fatbin_section_it_was_given(tmp_path):
+    pytest.importorskip("elftools")
+    import struct
+
+    from elftools.elf.elffile import ELFFile
+
+    data = loader.fatbin_section([[(loader.FATBIN_ELF, 75), (loader.FATBIN_PTX, 75, b"x" * 13)],
+                                  [(loader.FATBIN_ELF, 120)]], header_size=80)
+    library = loader.build_library(tmp_path / "libfat.so", sections={".nv_fatbin": data, ".decoy": b"\0" * 8})
+    with open(library, "rb") as handle:
+        elf = ELFFile(handle)
+        assert elf.get_section_by_name(".nv_fatbin").data() == data
+        assert elf.get_section_by_name(".decoy").data() == b"\0" * 8
+    # the layout fatbin_section documents: container header, then entries of header + padded payload
+    magic, version, header, size = struct.unpack_from("<IHHQ", data, 0)
+    assert (magic, version, header) == (0xBA55ED50, 1, 16)
+    kind, _, entry_header, padded = struct.unpack_from("<HHIQ", data, 16)
+    assert (kind, entry_header, struct.unpack_from("<I", data, 16 + 28)[0]) == (2, 80, 75)
+    second = 16 + entry_header + padded
+    assert struct.unpack_from("<HHIQI", data, second)[::2] == (1, 80, 13) and padded % 8 == 0
+    assert struct.unpack_from("<I", data, 16 + size)[0] == 0xBA55ED50, "the next container follows at once"
+    with pytest.raises(ValueError, match="multiple of 8"):
+        loader.build_library(tmp_path / "bad.so", sections={".nv_fatbin": b"1234"})
+    with pytest.raises(ValueError, match="at least 64"):
+        loader.fatbin_section([[(1, 90)]], header_size=40)
