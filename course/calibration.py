@@ -1,11 +1,15 @@
 """ONNX Runtime's own INT8 calibration and quantisation, run on NumPy arrays (05_tf_trt).
 
-The notebook's INT8 exercise re-implements what `onnxruntime.quantization.calibrate` computes for
-one tensor; these helpers give ONNX Runtime's answer for the same array, so that a cell (or a test)
-can put the two side by side:
+The notebook's INT8 exercise runs `onnxruntime.quantization`'s calibraters on one tensor and chooses
+a calibration for an error budget; these helpers give ONNX Runtime's answer for the same arrays, so
+that a cell (or a test) can put the two side by side. `ort_range` answers the first part of the
+exercise, so its test hides it while the student's functions run.
 
+- `identity_model(shape)`: a one-node ONNX model, `values` -> `Identity` -> `observed`, whose output
+  a calibrater can observe;
 - `ort_range(values, method, ...)`: the range ORT's MinMax, Percentile or Entropy calibrater finds
-  when a one-node `Identity` graph is fed `values` through a `CalibrationDataReader`;
+  when that model is fed `values` (one array, or a list of arrays: one calibration batch each)
+  through a `CalibrationDataReader`;
 - `ort_scale_zero_point(low, high, symmetric)`: the INT8 scale and zero point ORT's quantizer derives
   from a range (`quant_utils.compute_scale_zp`);
 - `ort_quantize_dequantize(values, scale, zero_point)`: `QuantizeLinear` then `DequantizeLinear`,
@@ -37,7 +41,8 @@ def _session(model):
     return onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
-def _identity_model(shape):
+def identity_model(shape):
+    """A one-node ONNX model (opset 17): float32 input `values` of `shape` -> `Identity` -> output `observed`."""
     from onnx import TensorProto, helper
 
     graph = helper.make_graph(
@@ -50,10 +55,11 @@ def _identity_model(shape):
 
 
 def ort_range(values, method, symmetric=True, num_bins=2048, num_quantized_bins=128, percentile=99.999):
-    """(low, high) that ONNX Runtime's calibrater for `method` computes for the tensor `values`.
+    """(low, high) that ONNX Runtime's calibrater for `method` computes for one tensor.
 
-    The array is fed as one batch to an `Identity` graph; the range is the one the calibrater
-    reports for the graph's output. `symmetric` goes to the MinMax and Percentile calibraters (the
+    `values` is one array (fed as one batch) or a list or tuple of arrays of one shape (fed one per
+    `get_next` call) into `identity_model`; the range is the one the calibrater reports for the
+    graph's output. `symmetric` goes to the MinMax and Percentile calibraters (the
     Entropy calibrater's search does not read it), `num_bins` to Percentile and Entropy,
     `num_quantized_bins` to Entropy, `percentile` to Percentile.
     """
@@ -62,10 +68,14 @@ def ort_range(values, method, symmetric=True, num_bins=2048, num_quantized_bins=
 
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    array = np.ascontiguousarray(values, dtype=np.float32)
+    batches = [np.ascontiguousarray(batch, dtype=np.float32)
+               for batch in (values if isinstance(values, (list, tuple)) else [values])]
+    if not batches or any(batch.shape != batches[0].shape for batch in batches):
+        raise ValueError(f"expected one array or a list of arrays of one shape, got shapes "
+                         f"{[batch.shape for batch in batches]}")
     with tempfile.TemporaryDirectory(prefix="calibrate_") as folder:
         model_path = Path(folder) / "identity.onnx"
-        onnx.save(_identity_model(array.shape), model_path)
+        onnx.save(identity_model(batches[0].shape), model_path)
         common = {"augmented_model_path": str(Path(folder) / "augmented.onnx"), "symmetric": symmetric}
         if method == "minmax":
             calibrater = calibrate.MinMaxCalibrater(str(model_path), **common)
@@ -78,17 +88,17 @@ def ort_range(values, method, symmetric=True, num_bins=2048, num_quantized_bins=
         calibrater.augment_graph()
         calibrater.create_inference_session()
         with contextlib.redirect_stdout(io.StringIO()):  # the histogram calibraters print their progress
-            calibrater.collect_data(_OneBatch({"values": array}))
+            calibrater.collect_data(_Batches([{"values": batch} for batch in batches]))
             result = calibrater.compute_data()
     low, high = result["observed"].range_value
     return float(np.asarray(low).ravel()[0]), float(np.asarray(high).ravel()[0])
 
 
-class _OneBatch:
-    """A CalibrationDataReader that yields one feed dict, then None."""
+class _Batches:
+    """A CalibrationDataReader that yields the feed dicts in order, then None."""
 
-    def __init__(self, feed):
-        self.pending = [feed]
+    def __init__(self, feeds):
+        self.pending = list(reversed(feeds))
 
     def get_next(self):
         return self.pending.pop() if self.pending else None

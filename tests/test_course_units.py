@@ -357,7 +357,7 @@ def test_checks_give_each_group_its_share_and_name_what_failed(capsys):
 
 
 def test_calibration_helpers_give_onnx_runtime_answers(tmp_path):
-    """course.calibration (05_tf_trt's INT8 reference): ORT's calibraters, compute_scale_zp and QDQ on arrays."""
+    """course.calibration (05_tf_trt's INT8 reference): ORT's calibraters on arrays or batches, compute_scale_zp, QDQ."""
     import numpy as np
     import onnx
     from onnx import TensorProto, helper
@@ -375,6 +375,9 @@ def test_calibration_helpers_give_onnx_runtime_answers(tmp_path):
     gaussian = np.random.default_rng(0).normal(0, 1, 5000).astype(np.float32)
     low, high = calibration.ort_range(gaussian, "entropy", num_bins=256)
     assert gaussian.min() <= low < 0 < high <= gaussian.max()
+    halves = [gaussian[:2500], gaussian[2500:]]  # a list of arrays: one calibration batch each
+    assert calibration.ort_range(halves, "minmax", symmetric=False) == (float(gaussian.min()), float(gaussian.max()))
+    assert [value.name for value in calibration.identity_model((2, 3)).graph.output] == ["observed"]
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["hidden"]), helper.make_node("Neg", ["hidden"], ["y"])],
                               "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 3])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 3])])
