@@ -2,12 +2,14 @@
 
 Both executors take the same `jobs.Job`s and yield the same `jobs.Outcome`s, as each finishes:
 
-- `LocalExecutor`: one thread per local worker, each with its own copy of the nbgrader course
-  directory, so no two jobs share a gradebook file;
+- `LocalExecutor`: one slot per local worker, each a long-lived worker process
+  (`jobs.WorkerProcess`, nbgrader imported once) with its own copy of the nbgrader course directory,
+  so no two jobs share a gradebook file; a thread per slot hands it one job after another;
 - `DaskExecutor`: every job is a Dask task. The course directory travels once to the cluster as a
   tar archive, itself a task that every job depends on (so the scheduler can rebuild it when the
   workers that held it are gone); each task unpacks it into a fresh temporary folder on its worker
-  and runs `jobs.run` there, so workers need the course's environment but no shared file system.
+  and grades the job there with a worker process of its own, so a task is independent of every
+  other (safe to run twice) and workers need the course's environment but no shared file system.
   The `gpu` profile asks for the `GPU` resource, so it only lands on workers started with
   `--resources GPU=1`, and a task on such a worker sees only that worker's GPU (`gpu_devices`). A worker that dies mid-job loses nothing: the scheduler runs its tasks again
   elsewhere (`distributed.scheduler.allowed-failures`), and a job is safe to run twice.
@@ -23,34 +25,42 @@ import tarfile
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
+from autograder.errors import AutograderError
 from autograder.execution import jobs
 from autograder.nbgrader_setup.workspace import Workspace
+from autograder.settings import GradingSettings
 
 # what a task needs of the course directory: not the students' folders of an earlier run
 TEMPLATE_SKIPS = ("submitted", "autograded", "feedback")
 CONNECT_SECONDS = 30
 
 
-class ClusterError(RuntimeError):
+class ClusterError(AutograderError):
     """The cluster cannot take the jobs: unreachable, no workers, or none with the needed resource."""
 
 
 class LocalExecutor:
-    def __init__(self, spaces: list[Workspace], job_root: Path):
-        self.job_root = job_root
-        self._free: queue.Queue[Workspace] = queue.Queue()
-        for space in spaces:
-            self._free.put(space)
+    """`job_dir(job)` is where a job's files go; slot k logs to `log_path(k)`."""
+
+    def __init__(self, spaces: list[Workspace], settings: GradingSettings, job_dir: Callable[[jobs.Job], Path],
+                 log_path: Callable[[int], Path]):
+        self.job_dir = job_dir
+        self.slots = [(space, jobs.WorkerProcess(settings, log_path(number))) for number, space in enumerate(spaces)]
+        for _, worker in self.slots:
+            worker.start()
+        self._free: queue.Queue[tuple[Workspace, jobs.WorkerProcess]] = queue.Queue()
+        for slot in self.slots:
+            self._free.put(slot)
         self.size = len(spaces)
 
     def _run(self, job: jobs.Job) -> jobs.Outcome:
-        space = self._free.get()
+        space, worker = self._free.get()
         try:
-            return jobs.run(job, space.root, self.job_root / job.student / Path(job.notebook_name).stem)
+            return worker.run(job, space.root, self.job_dir(job))
         finally:
-            self._free.put(space)
+            self._free.put((space, worker))
 
     def run_all(self, batch: Iterable[jobs.Job]) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
         with concurrent.futures.ThreadPoolExecutor(max_workers=self.size) as pool:
@@ -59,7 +69,8 @@ class LocalExecutor:
                 yield futures[future], future.result()
 
     def close(self) -> None:
-        pass
+        for _, worker in self.slots:
+            worker.close()
 
 
 def pack(workspace: Workspace) -> bytes:
@@ -104,21 +115,25 @@ def _gpu_devices_of(worker) -> str | None:
     return gpu_devices(worker.address, get_client().scheduler_info()["workers"])
 
 
-def run_on_worker(template: bytes, job: jobs.Job) -> jobs.Outcome:
-    """The Dask task: unpack the course directory into a fresh folder and run the job there."""
+def run_on_worker(template: bytes, settings: GradingSettings, job: jobs.Job) -> jobs.Outcome:
+    """The Dask task: unpack the course directory into a fresh folder and grade the job there."""
     from distributed import get_worker
 
-    worker = get_worker()
+    dask_worker = get_worker()
     with tempfile.TemporaryDirectory(prefix="autograder-task-") as scratch:
         root = Path(scratch) / "course"
         with tarfile.open(fileobj=io.BytesIO(template)) as archive:
             archive.extractall(root, filter="data")
-        return jobs.run(job, root, Path(scratch) / "job", host=worker.address,
-                        gpu_devices=_gpu_devices_of(worker))
+        worker = jobs.WorkerProcess(settings, Path(scratch) / "worker.log", host=dask_worker.address,
+                                    gpu_devices=_gpu_devices_of(dask_worker))
+        try:
+            return worker.run(job, root, Path(scratch) / "job")
+        finally:
+            worker.close()
 
 
 class DaskExecutor:
-    def __init__(self, address: str, template: Workspace, *, gpu: bool = False):
+    def __init__(self, address: str, template: Workspace, settings: GradingSettings):
         from distributed import Client
 
         try:
@@ -130,6 +145,8 @@ class DaskExecutor:
         except TimeoutError:
             self.close()
             raise ClusterError(f"the Dask scheduler at {address} has no workers") from None
+        self.settings = settings
+        gpu = settings.profile == "gpu"
         self.resources = {"GPU": 1} if gpu else None
         if gpu and not self.workers_with("GPU"):
             self.close()
@@ -149,8 +166,9 @@ class DaskExecutor:
         from distributed import as_completed
 
         run = uuid.uuid4().hex[:8]  # keys unique per run: two graders may share a cluster
-        futures = {self.client.submit(run_on_worker, self.template, job, key=f"grade-{job.assignment}-{job.student}-{Path(job.notebook_name).stem}-{run}",
-                                      pure=False, resources=self.resources): job for job in batch}
+        futures = {self.client.submit(run_on_worker, self.template, self.settings, job, pure=False,
+                                      key=f"grade-{job.assignment}-{job.student}-{Path(job.notebook_name).stem}-{run}",
+                                      resources=self.resources): job for job in batch}
         for future in as_completed(futures):
             try:
                 outcome = future.result()
