@@ -57,10 +57,9 @@ def _grade(args) -> int:
     settings.overrides = settings.overrides or _course_file(layout.root / "overrides" / f"{args.assignment}.csv")
     result = grade_class(args.assignment, layout.source / args.assignment, submissions, run.root, settings=settings,
                          progress=(lambda line: None) if args.quiet else print)
-    html_path = report.write_html(result)
     print("\n".join(report.summary_lines(result)))
-    print(f"grades: {result.run.grades_csv} (out of: {result.run.max_points_csv})\nreport: {html_path}\n"
-          f"feedback: {result.run.feedback_dir}")
+    print(f"grades: {result.run.grades_csv} (out of: {result.run.max_points_csv})\nreport: {result.run.report_html}"
+          f"\nfeedback: {result.run.feedback_dir}")
     return 0
 
 

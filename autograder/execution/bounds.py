@@ -18,6 +18,9 @@ from typing import Callable
 import psutil
 
 POLL_SECONDS = 0.25
+# the tree is walked again every this many polls (a new process counts within a second); between two
+# walks the memory and tasks of the processes already known are measured
+TREE_EVERY = 4
 
 
 @dataclass(frozen=True)
@@ -81,10 +84,12 @@ def watch(root: psutil.Process, finished: Callable[[float], bool], *, start: flo
     `memory_bytes` of RSS or `tasks` processes and threads, kill the whole tree, `root` included.
     Either way, nothing `root` started outlives the watch: its remaining descendants are killed, and
     `root` itself is left alone when it finished (a long-lived worker between two jobs)."""
-    peak, known = 0, [root]
+    peak, known, polls = 0, [root], 0
     timed_out = memory_exceeded = tasks_exceeded = False
     while not finished(POLL_SECONDS):
-        known = _tree(root) or known[:1]
+        if polls % TREE_EVERY == 0:   # finding the descendants reads every process of the machine
+            known = _tree(root) or known[:1]
+        polls += 1
         rss, count = _usage(known)
         peak = max(peak, rss)
         if peak > memory_bytes:

@@ -42,34 +42,38 @@ class ClusterError(AutograderError):
 
 
 class LocalExecutor:
-    """`job_dir(job)` is where a job's files go; slot k logs to `log_path(k)`."""
+    """`size` long-lived worker processes, started at once (they import nbgrader while the driver reads
+    the class); `run_all` pairs each with a course directory of its own. `job_dir(job)` is where a
+    job's files go; worker k logs to `log_path(k)`."""
 
-    def __init__(self, spaces: list[Workspace], settings: GradingSettings, job_dir: Callable[[jobs.Job], Path],
+    def __init__(self, size: int, settings: GradingSettings, job_dir: Callable[[jobs.Job], Path],
                  log_path: Callable[[int], Path]):
         self.job_dir = job_dir
-        self.slots = [(space, jobs.WorkerProcess(settings, log_path(number))) for number, space in enumerate(spaces)]
-        for _, worker in self.slots:
+        self.size = size
+        self.workers = [jobs.WorkerProcess(settings, log_path(number)) for number in range(size)]
+        for worker in self.workers:
             worker.start()
-        self._free: queue.Queue[tuple[Workspace, jobs.WorkerProcess]] = queue.Queue()
-        for slot in self.slots:
-            self._free.put(slot)
-        self.size = len(spaces)
 
-    def _run(self, job: jobs.Job) -> jobs.Outcome:
-        space, worker = self._free.get()
-        try:
-            return worker.run(job, space.root, self.job_dir(job))
-        finally:
-            self._free.put((space, worker))
+    def run_all(self, batch: Iterable[jobs.Job], spaces: list[Workspace]) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
+        """Every job of `batch`, each on a free worker and its course directory (one per worker)."""
+        free: queue.Queue[tuple[Workspace, jobs.WorkerProcess]] = queue.Queue()
+        for slot in zip(spaces, self.workers, strict=True):
+            free.put(slot)
 
-    def run_all(self, batch: Iterable[jobs.Job]) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
+        def run(job: jobs.Job) -> jobs.Outcome:
+            space, worker = free.get()
+            try:
+                return worker.run(job, space.root, self.job_dir(job))
+            finally:
+                free.put((space, worker))
+
         with concurrent.futures.ThreadPoolExecutor(max_workers=self.size) as pool:
-            futures = {pool.submit(self._run, job): job for job in batch}
+            futures = {pool.submit(run, job): job for job in batch}
             for future in concurrent.futures.as_completed(futures):
                 yield futures[future], future.result()
 
     def close(self) -> None:
-        for _, worker in self.slots:
+        for worker in self.workers:
             worker.close()
 
 
@@ -133,7 +137,7 @@ def run_on_worker(template: bytes, settings: GradingSettings, job: jobs.Job) -> 
 
 
 class DaskExecutor:
-    def __init__(self, address: str, template: Workspace, settings: GradingSettings):
+    def __init__(self, address: str, settings: GradingSettings):
         from distributed import Client
 
         try:
@@ -152,21 +156,21 @@ class DaskExecutor:
             self.close()
             raise ClusterError("the gpu profile needs a worker with the GPU resource; none of the cluster's "
                                "workers has one (start them with `dask worker ... --resources GPU=1`)")
-        # a task, not scattered data: when the worker holding it dies, the scheduler recomputes it
-        # from the graph (scattered data would be lost, and every job waiting on it cancelled)
-        self.template = self.client.submit(_course_directory, pack(template), pure=False,
-                                           key=f"course-template-{uuid.uuid4().hex[:8]}")
         self.size = len(self.client.scheduler_info()["workers"])
 
     def workers_with(self, resource: str) -> list[str]:
         workers = self.client.scheduler_info()["workers"]
         return [address for address, info in workers.items() if info.get("resources", {}).get(resource)]
 
-    def run_all(self, batch: Iterable[jobs.Job]) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
+    def run_all(self, batch: Iterable[jobs.Job], spaces: list[Workspace]) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
+        """Every job of `batch` as a task; the first of `spaces` is the course directory every task unpacks."""
         from distributed import as_completed
 
         run = uuid.uuid4().hex[:8]  # keys unique per run: two graders may share a cluster
-        futures = {self.client.submit(run_on_worker, self.template, self.settings, job, pure=False,
+        # a task, not scattered data: when the worker holding it dies, the scheduler recomputes it
+        # from the graph (scattered data would be lost, and every job waiting on it cancelled)
+        template = self.client.submit(_course_directory, pack(spaces[0]), pure=False, key=f"course-template-{run}")
+        futures = {self.client.submit(run_on_worker, template, self.settings, job, pure=False,
                                       key=f"grade-{job.assignment}-{job.student}-{Path(job.notebook_name).stem}-{run}",
                                       resources=self.resources): job for job in batch}
         for future in as_completed(futures):

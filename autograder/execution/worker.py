@@ -60,25 +60,23 @@ def kernel_lifetimes(seconds: list[float]):
         logger.setLevel(level)
 
 
-def timed_out_cell(autograded: Path) -> str | None:
-    if not autograded.exists():
-        return None
-    notebook = nbformat.read(autograded, as_version=4)
-    for cell in notebook.cells:
+def timed_out_cell(autograded) -> str | None:
+    """The id of the first cell of the autograded notebook (None: there is none) that nbgrader's cell
+    timeout interrupted."""
+    for cell in autograded.cells if autograded else []:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error" and output.get("ename") in TIMEOUT_ERRORS:
                 return cell.get("id", "?")
     return None
 
 
-def answers(autograded: Path, grade_ids: set[str]) -> dict[str, str]:
-    """The student's text in each of `grade_ids`' cells, for grading by hand."""
+def answers(autograded, grade_ids: set[str]) -> dict[str, str]:
+    """The student's text in each of `grade_ids`' cells of the autograded notebook, for grading by hand."""
     found = {grade_id: "" for grade_id in grade_ids}
-    if found and autograded.exists():
-        for cell in nbformat.read(autograded, as_version=4).cells:
-            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-            if grade_id in found:
-                found[grade_id] = cell.source[:MAX_ANSWER_CHARS]
+    for cell in autograded.cells if found and autograded else []:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in found:
+            found[grade_id] = cell.source[:MAX_ANSWER_CHARS]
     return found
 
 
@@ -155,7 +153,8 @@ def grade(job: WorkerJob) -> WorkerResult:
     with kernel_lifetimes(kernels):
         _autograde(workspace, job, result)
     unscored = _read_gradebook(workspace, job, result)
-    autograded = workspace.autograded_dir(job.student) / job.notebook_name
+    path = workspace.autograded_dir(job.student) / job.notebook_name
+    autograded = nbformat.read(path, as_version=4) if path.exists() else None
     result.answers_to_grade = answers(autograded, unscored)
     result.timed_out_cell = timed_out_cell(autograded)
     if result.nbgrader_failure is None and result.gradebook_failure is None:

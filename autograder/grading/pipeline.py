@@ -11,7 +11,9 @@ Every student gets a row whatever they submitted. `grade_class` runs five named 
              unreadable submission, an unchanged one graded before) and the jobs left to run;
 - `execute`: the jobs on the executor, each outcome becoming a row as it arrives;
 - `settle`:  the points set by hand and the late penalties applied to every row;
-- `write`:   grades.csv, max_points.csv and similarity.csv in the run folder.
+- `write`:   grades.csv, max_points.csv, similarity.csv and report.html in the run folder.
+Local workers start first, so they import nbgrader while the driver reads the class; the similarity
+of the submissions is computed beside the grading (it reads the submissions, never the grades).
 The run writes only under `out` (`autograder.runfolder.RunFolder` names every file). Workers never
 share a gradebook file, so a parallel run gives exactly the rows of a serial one; with the settings'
 `db_url` they share one gradebook server (PostgreSQL), which takes concurrent writers.
@@ -19,6 +21,7 @@ share a gradebook file, so a parallel run gives exactly the rows of a serial one
 
 from __future__ import annotations
 
+import concurrent.futures
 import csv
 import hashlib
 import logging
@@ -32,7 +35,7 @@ import nbformat
 from autograder import __version__
 from autograder.errors import AutograderError
 from autograder.execution import executors, jobs, sandbox
-from autograder.grading import formgrade, grades_csv, intake, lateness, overrides, similarity, tamper
+from autograder.grading import formgrade, grades_csv, intake, lateness, overrides, report, similarity, tamper
 from autograder.grading.cache import Cache, safe_id
 from autograder.grading.results import ClassResult, Row
 from autograder.grading.status import Status, after_hand_grades, decide
@@ -130,16 +133,21 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
     `progress` gets one line per row as it is known."""
     settings = settings or GradingSettings()
     _check(settings)
-    graded = read(assignment_id, source_dir, submissions, out, settings)
-    spaces = _workspaces(graded, settings, 1 if settings.scheduler else settings.local_workers)
-    executor = _executor(spaces, graded.run, settings)   # local workers start (and import nbgrader) at once
+    paths = source_notebooks(assignment_id, source_dir)
+    run = RunFolder(out, several=len(paths) > 1)
+    executor = _executor(run, settings)   # local workers start (and import nbgrader) at once
     try:
+        graded = read(assignment_id, source_dir, paths, run, submissions, settings)
+        spaces = _workspaces(graded, settings, executor.size if not settings.scheduler else 1)
         plan = _plan(graded, spaces, settings)
-        rows = execute(graded, plan, executor, settings, progress)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:   # flags, not grades: meanwhile
+            similar = aside.submit(_similar, graded, plan.releases)
+            rows = execute(graded, plan, executor, spaces, settings, progress)
+            similar_pairs = similar.result()
     finally:
         executor.close()
     settle(graded, rows)
-    return write(graded, rows, plan.releases)
+    return write(graded, rows, similar_pairs)
 
 
 def _check(settings: GradingSettings) -> None:
@@ -150,11 +158,11 @@ def _check(settings: GradingSettings) -> None:
     settings.sandbox = sandbox.mode(settings.sandbox)
 
 
-def read(assignment_id: str, source_dir: Path, submissions: Path, out: Path, settings: GradingSettings) -> _Class:
-    """The assignment's notebooks with their students, the term and the points set by hand; intake.csv."""
-    paths = source_notebooks(assignment_id, source_dir)
-    run = RunFolder(out, several=len(paths) > 1)
-    out.mkdir(parents=True, exist_ok=True)
+def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder, submissions: Path,
+         settings: GradingSettings) -> _Class:
+    """The assignment's notebooks (`paths`) with their students, the term and the points set by hand;
+    intake.csv."""
+    run.root.mkdir(parents=True, exist_ok=True)
     key = settings.key()
     notebooks = {path.name: _Notebook(path, cell_points(nbformat.read(path, as_version=4)),
                                       intake.read_class(submissions, path.name),
@@ -192,10 +200,10 @@ def _plan(graded: _Class, spaces: list[Workspace], settings: GradingSettings) ->
     return plan
 
 
-def execute(graded: _Class, plan: _Plan, executor, settings: GradingSettings,
+def execute(graded: _Class, plan: _Plan, executor, spaces: list[Workspace], settings: GradingSettings,
             progress: Callable[[str], None]) -> list[Row]:
-    """Every job run on `executor`; each outcome a row (its feedback page written, its cache entry
-    kept) as it arrives."""
+    """Every job run on `executor` with the course directories `spaces`; each outcome a row (its
+    feedback page written, its cache entry kept) as it arrives."""
     rows: list[Row] = []
     total = len(plan.rows) + len(plan.batch)
 
@@ -207,7 +215,7 @@ def execute(graded: _Class, plan: _Plan, executor, settings: GradingSettings,
     for row in plan.rows:
         finish(row)
     graded.run.feedback_dir.mkdir(exist_ok=True)
-    for job, outcome in executor.run_all(plan.batch):
+    for job, outcome in executor.run_all(plan.batch, spaces):
         submission, findings = plan.in_flight[job.student, job.notebook_name]
         row = _row(submission, graded, job.notebook_name, outcome, findings, settings)
         if outcome.feedback_html is not None:
@@ -229,9 +237,8 @@ def settle(graded: _Class, rows: list[Row]) -> None:
         _apply_lateness(row, graded.term)
 
 
-def write(graded: _Class, rows: list[Row], releases: dict[str, nbformat.NotebookNode]) -> ClassResult:
-    """The class's result, with grades.csv, max_points.csv and similarity.csv written."""
-    similar = _similar(graded, releases)
+def write(graded: _Class, rows: list[Row], similar: list[similarity.Comparison]) -> ClassResult:
+    """The class's result, with grades.csv, max_points.csv, similarity.csv and report.html written."""
     similarity.write_csv(graded.run.similarity_csv, similar)
     result = ClassResult(graded.assignment_id, sorted(rows, key=lambda row: (row.student_id, row.notebook)),
                          list(graded.columns), sum(notebook.max_score for notebook in graded.notebooks.values()),
@@ -240,6 +247,7 @@ def write(graded: _Class, rows: list[Row], releases: dict[str, nbformat.Notebook
                          cell_points=graded.columns, similarity=similar)
     grades_csv.write_csv(result)
     grades_csv.write_max_points(result)
+    report.write_html(result)
     return result
 
 
@@ -273,10 +281,11 @@ def _workspaces(graded: _Class, settings: GradingSettings, count: int) -> list[W
     return spaces
 
 
-def _executor(spaces: list[Workspace], run: RunFolder, settings: GradingSettings):
+def _executor(run: RunFolder, settings: GradingSettings):
     if settings.scheduler:
-        return executors.DaskExecutor(settings.scheduler, spaces[0], settings)
-    return executors.LocalExecutor(spaces, settings, lambda job: run.job_dir(job.student, job.notebook_name),
+        return executors.DaskExecutor(settings.scheduler, settings)
+    return executors.LocalExecutor(settings.local_workers, settings,
+                                   lambda job: run.job_dir(job.student, job.notebook_name),
                                    lambda number: run.jobs_dir / f"worker-{number}.log")
 
 
@@ -296,8 +305,9 @@ def _row(submission: intake.Submission, graded: _Class, notebook: str, outcome: 
 
 
 def _similar(graded: _Class, releases: dict[str, nbformat.NotebookNode]) -> list[similarity.Comparison]:
-    """After grading, per notebook: the pairs of readable submissions whose own code looks alike. It reads
-    the submissions only; a failure here is reported and leaves the grades as they are."""
+    """Per notebook, beside the grading: the pairs of readable submissions whose own code looks alike.
+    It reads the submissions only; a failure here is reported and leaves the grades as they are. Then
+    the report's plotting library is loaded, so the report waits for nothing when the grades are in."""
     found = []
     for name, notebook in graded.notebooks.items():
         readable = [submission for submission in notebook.students if submission.ok]
@@ -314,6 +324,7 @@ def _similar(graded: _Class, releases: dict[str, nbformat.NotebookNode]) -> list
         else:
             log.info("similarity%s: %d similar pairs among %d readable submissions", where, len(comparison.pairs),
                      comparison.students)
+    report.load_plotting()
     return found
 
 

@@ -47,11 +47,19 @@ def student_totals(result: ClassResult) -> dict[str, float]:
     return totals
 
 
-def _histogram_png(result: ClassResult) -> str:
+def load_plotting():
+    """matplotlib's pyplot, on the Agg backend (its import takes a second or two: grading calls this
+    while the notebooks run)."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot
+
+    return pyplot
+
+
+def _histogram_png(result: ClassResult) -> str:
+    pyplot = load_plotting()
 
     figure, axes = pyplot.subplots(figsize=(6, 3))
     scores = list(student_totals(result).values())
