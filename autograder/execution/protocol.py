@@ -50,6 +50,8 @@ class WorkerResult:
     answers_to_grade: dict[str, str] = field(default_factory=dict)  # written answers waiting for a hand grade: id -> answer
     worker_seconds: float = 0.0           # the worker's time on the job, from its job.json to its result
     kernel_seconds: float = 0.0           # the lifetime of the job's kernels, start to shutdown
+    autograde_seconds: float = 0.0        # nbgrader's autograde, its kernel's lifetime included
+    feedback_seconds: float = 0.0         # nbgrader's feedback page
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)), encoding="utf-8")

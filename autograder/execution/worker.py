@@ -152,13 +152,16 @@ def grade(job: WorkerJob) -> WorkerResult:
     kernels: list[float] = []
     with kernel_lifetimes(kernels):
         _autograde(workspace, job, result)
+    result.autograde_seconds = round(time.monotonic() - start, 3)
     unscored = _read_gradebook(workspace, job, result)
     path = workspace.autograded_dir(job.student) / job.notebook_name
     autograded = nbformat.read(path, as_version=4) if path.exists() else None
     result.answers_to_grade = answers(autograded, unscored)
     result.timed_out_cell = timed_out_cell(autograded)
     if result.nbgrader_failure is None and result.gradebook_failure is None:
+        feedback_start = time.monotonic()
         _feedback(workspace, job, result)
+        result.feedback_seconds = round(time.monotonic() - feedback_start, 3)
     result.kernel_seconds = round(sum(kernels), 3)
     result.worker_seconds = round(time.monotonic() - start, 3)
     return result

@@ -142,6 +142,7 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
         plan = _plan(graded, spaces, settings)
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:   # flags, not grades: meanwhile
             similar = aside.submit(_similar, graded, plan.releases)
+            aside.submit(report.load_plotting)   # the report's plotting library, loaded before it is needed
             rows = execute(graded, plan, executor, spaces, settings, progress)
             similar_pairs = similar.result()
     finally:
@@ -306,8 +307,7 @@ def _row(submission: intake.Submission, graded: _Class, notebook: str, outcome: 
 
 def _similar(graded: _Class, releases: dict[str, nbformat.NotebookNode]) -> list[similarity.Comparison]:
     """Per notebook, beside the grading: the pairs of readable submissions whose own code looks alike.
-    It reads the submissions only; a failure here is reported and leaves the grades as they are. Then
-    the report's plotting library is loaded, so the report waits for nothing when the grades are in."""
+    It reads the submissions only; a failure here is reported and leaves the grades as they are."""
     found = []
     for name, notebook in graded.notebooks.items():
         readable = [submission for submission in notebook.students if submission.ok]
@@ -324,7 +324,6 @@ def _similar(graded: _Class, releases: dict[str, nbformat.NotebookNode]) -> list
         else:
             log.info("similarity%s: %d similar pairs among %d readable submissions", where, len(comparison.pairs),
                      comparison.students)
-    report.load_plotting()
     return found
 
 

@@ -15,7 +15,8 @@ peer's time over ours (goal: at least 1.0). Neither side's generation of the ass
 (nbgrader's `generate_assignment` before, ours on a warm-up run with an empty class, as a re-grade
 reuses it). The overhead per notebook is read from ours' worker results: the worker's time on a job
 minus the lifetime of the job's kernel (its start, its cells, its shutdown), i.e. what grading adds
-around the student's own execution (nbgrader's bookkeeping, the gradebook, the feedback page).
+around the student's own execution, split into nbgrader's own work (its autograde's bookkeeping, its
+feedback page: the peer pays them too) and ours; and ours beyond the peer per notebook, from the walls.
 On a machine that other work shares, the ratios move with the load: run it on an idle one.
 """
 
@@ -93,12 +94,18 @@ def autograder(layout: Layout, assignment: str, class_dir: Path, out: Path, work
     return time.perf_counter() - start
 
 
-def overheads(out: Path) -> list[float]:
-    """Per job of the last run of ours: the worker's time minus its kernel's lifetime, in seconds."""
+def overheads(out: Path) -> list[dict[str, float]]:
+    """Per job of the last run of ours, in seconds: the worker's time minus its kernel's lifetime (the
+    overhead), and that split into nbgrader's own autograde work (sanitizing, restoring the tests,
+    saving the grades: its autograde less the kernel), nbgrader's feedback page, and the rest (ours:
+    the job's files, the gradebook read, the answers)."""
     found = []
     for path in RunFolder(out).jobs_dir.glob("*/*/job.result.json"):
         result = json.loads(path.read_text(encoding="utf-8"))
-        found.append(result["worker_seconds"] - result["kernel_seconds"])
+        overhead = result["worker_seconds"] - result["kernel_seconds"]
+        autograde = result["autograde_seconds"] - result["kernel_seconds"]
+        found.append({"overhead": overhead, "nbgrader autograde": autograde, "nbgrader feedback":
+                      result["feedback_seconds"], "ours": overhead - autograde - result["feedback_seconds"]})
     return found
 
 
@@ -112,7 +119,7 @@ def main() -> int:
     args = parser.parse_args()
     layout = Layout.find()
     runs: dict[str, list[float]] = {"serial": [], "peer": [], "ours": []}
-    per_job: list[float] = []
+    per_job: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as scratch:
         folder = Path(scratch)
         class_dir = _class(layout, args.assignment, args.students, folder)
@@ -137,9 +144,13 @@ def main() -> int:
         print(f"ours vs serial nbgrader: {medians['serial'] / medians['ours']:.2f}x")
     print(f"ours vs the hand-split peer ({args.workers} plain nbgrader processes side by side): "
           f"{medians['peer'] / medians['ours']:.2f} (goal >= 1.0)")
-    print(f"overhead per notebook (worker time minus the kernel's lifetime): median "
-          f"{statistics.median(per_job):.2f} s, mean {statistics.mean(per_job):.2f} s over {len(per_job)} "
-          f"notebooks (goal <= 1 s)")
+    parts = {name: statistics.median(job[name] for job in per_job) for name in per_job[0]}
+    print(f"overhead per notebook (worker time minus the kernel's lifetime), median of {len(per_job)} notebooks: "
+          f"{parts['overhead']:.2f} s (goal <= 1 s): nbgrader's autograde besides the kernel "
+          f"{parts['nbgrader autograde']:.2f} s, nbgrader's feedback page {parts['nbgrader feedback']:.2f} s, "
+          f"the rest (ours) {parts['ours']:.2f} s")
+    extra = (medians["ours"] - medians["peer"]) * args.workers / args.students
+    print(f"ours beyond the peer, per notebook: {extra:+.2f} worker-seconds (both sides pay nbgrader's own work)")
     return 0
 
 
