@@ -6,6 +6,7 @@ provisioner selected by the grading kernel spec, configured through the grading 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "autograder"
 
 
+@functools.lru_cache(maxsize=1)
 def modules() -> dict[str, ast.Module]:
+    """Every module of the package by name, parsed once (the tests only read the trees)."""
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts

@@ -146,6 +146,7 @@ def test_missing_submissions_folder_exits_2(tmp_path, capsys):
     assert code == 2 and "does not exist" in capsys.readouterr().err
 
 
+@pytest.mark.grading
 def test_autograder_grade_end_to_end(tmp_path):
     course = tmp_path / "course"
     (course / "source" / "00_gpu_setup").mkdir(parents=True)
@@ -162,6 +163,7 @@ def test_autograder_grade_end_to_end(tmp_path):
     assert "1 submissions, 1 graded" in done.stdout
 
 
+@pytest.mark.tensorflow
 def test_course_doctor_json_end_to_end():
     done = subprocess.run([str(BIN / "course"), "doctor", "--json"], capture_output=True, text=True,
                           timeout=300, env=_env(), cwd=ROOT)

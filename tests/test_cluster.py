@@ -30,7 +30,7 @@ ASSIGNMENT = "00_gpu_setup"
 HONEST = ("ada", "bo", "chen", "dora")
 TIMEOUT = 120.0
 
-pytestmark = pytest.mark.grading
+pytestmark = [pytest.mark.grading, pytest.mark.cluster]
 
 
 @pytest.fixture(scope="module")

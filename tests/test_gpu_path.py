@@ -62,6 +62,7 @@ def test_make_test_gpu_gives_nbval_the_same_environment():
         assert re.search(rf"^test-gpu: export {name} := {value}$", makefile, re.M), f"{name}={value} for test-gpu"
 
 
+@pytest.mark.tensorflow
 def test_exact_float32_turns_tf32_off_and_restores_it():
     tf = pytest.importorskip("tensorflow")
     for before in (True, False):
