@@ -73,6 +73,8 @@ class LocalExecutor:
                 yield futures[future], future.result()
 
     def close(self) -> None:
+        for worker in self.workers:   # all asked at once, so they exit side by side
+            worker.stop()
         for worker in self.workers:
             worker.close()
 

@@ -165,16 +165,24 @@ class WorkerProcess:
             lines = log.read().decode("utf-8", "replace").strip().splitlines()
         return (lines[-1] if lines else f"the worker exited with code {process.returncode}")[:300]
 
+    def stop(self) -> None:
+        """Ask the worker to end: its input closes, it finishes and exits (`close` waits for it)."""
+        if self.process is not None and not self.process.stdin.closed:
+            try:
+                self.process.stdin.close()
+            except BrokenPipeError:
+                pass
+
     def close(self) -> None:
-        """End the worker: its input closes, it finishes and exits (killed if it does not, or at once
-        when it was never given a job)."""
+        """End the worker (`stop`) and wait for it; kill it if it does not exit, or at once when it was
+        never given a job."""
         if self.process is None:
             return
+        self.stop()
         process, self.process = self.process, None
         try:
-            process.stdin.close()
             process.wait(timeout=CLOSE_SECONDS if self.jobs else 0)
-        except (BrokenPipeError, subprocess.TimeoutExpired):
+        except subprocess.TimeoutExpired:
             bounds.kill_tree([psutil.Process(process.pid)] if process.poll() is None else [])
             process.wait()
         process.stdout.close()
