@@ -16,7 +16,8 @@ A run folder holds:
 - `feedback.zip`    the feedback handed back through the LMS (`autograder feedback`)
 - `<format>-import.csv`  the LMS's grade import file (`autograder export`)
 - `rows/`           finished rows kept for the next run (`rows/<notebook>/` with several notebooks)
-- `jobs/`           each submission's notebook as a worker reads it, and what the worker left
+- `jobs/`           each submission's notebook as a worker reads it, what the worker left, and each
+                    local worker's log
 - `course-<k>/`     the nbgrader course directory of local worker k (k = 0 is the template)
 - `formgrade/`      the course directory of nbgrader's formgrader (`autograder formgrade`)
 
@@ -123,6 +124,10 @@ class RunFolder:
     def job_dir(self, student: str, notebook: str) -> Path:
         """A job's folder: `student` is the student's safe id (the name inside nbgrader's folders)."""
         return self.jobs_dir / student / stem(notebook)
+
+    def worker_log(self, number: int) -> Path:
+        """What local worker `number` wrote to its standard error (nbgrader's log, a crash)."""
+        return self.jobs_dir / f"worker-{number}.log"
 
     def workspace(self, number: int) -> Path:
         """The nbgrader course directory of local worker `number` (0: the template the others copy)."""

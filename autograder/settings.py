@@ -60,7 +60,7 @@ class GradingSettings(Configurable):
     cell_timeout = Int(None, allow_none=True,
                        help="seconds one cell may run (nbgrader's Execute.timeout): past it the cell is "
                             "interrupted (status timeout); default: Execute.timeout of the course's nbgrader "
-                            "configuration, 600 as the course configures it").tag(config=True, metavar="SECONDS")
+                            "configuration").tag(config=True, metavar="SECONDS")
     memory_limit = Float(6.0, help="resident memory of a notebook's worker and kernel, in GB: past it both are "
                                    "killed (status error)").tag(config=True, metavar="GB")
     force = Bool(False, help="re-grade submissions already graded with the same content").tag(config=True)

@@ -287,7 +287,7 @@ def _executor(run: RunFolder, settings: GradingSettings):
         return executors.DaskExecutor(settings.scheduler, settings)
     return executors.LocalExecutor(settings.local_workers, settings,
                                    lambda job: run.job_dir(job.student, job.notebook_name),
-                                   lambda number: run.jobs_dir / f"worker-{number}.log")
+                                   run.worker_log)
 
 
 def _row(submission: intake.Submission, graded: _Class, notebook: str, outcome: jobs.Outcome,

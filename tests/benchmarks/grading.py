@@ -17,14 +17,18 @@ reuses it). The overhead per notebook is read from ours' worker results: the wor
 minus the lifetime of the job's kernel (its start, its cells, its shutdown), i.e. what grading adds
 around the student's own execution, split into nbgrader's own work (its autograde's bookkeeping, its
 feedback page: the peer pays them too) and ours; and ours beyond the peer per notebook, from the walls.
-On a machine that other work shares, the ratios move with the load: run it on an idle one.
+On a machine that other work shares, the walls move with the load (run it on an idle one); the CPU
+seconds of each side's processes (their getrusage, kernels included) move much less, and show
+whether ours does more work than the peer.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -38,6 +42,7 @@ from autograder.runfolder import RunFolder
 from course.layout import Layout
 
 BIN = Path(sys.executable).parent
+CPU: dict[str, list[float]] = collections.defaultdict(list)   # CPU seconds of each run's processes, by side
 ENV = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
 
 
@@ -64,6 +69,13 @@ def _nbgrader_course(layout: Layout, assignment: str, students: list[Path], cour
     return course
 
 
+def _children_cpu() -> float:
+    """CPU seconds of every finished process this one started and waited for, with theirs (a kernel
+    counts once its worker has waited for it)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _plain(assignment: str, course: Path) -> subprocess.Popen:
     """nbgrader's autograde, then its feedback, as an instructor runs them by hand."""
     return subprocess.Popen(f"{BIN / 'nbgrader'} autograde {assignment} && "
@@ -76,10 +88,11 @@ def plain_nbgrader(layout: Layout, assignment: str, class_dir: Path, folder: Pat
     students = sorted(class_dir.iterdir())
     courses = [_nbgrader_course(layout, assignment, students[part::parts], folder / f"part{part}")
                for part in range(parts)]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _children_cpu()
     running = [_plain(assignment, course) for course in courses]
     codes = [process.wait() for process in running]
     seconds = time.perf_counter() - start
+    CPU[f"plain{parts}"].append(_children_cpu() - cpu)
     graded = sum(len(list((course / "feedback").glob(f"*/{assignment}/*.html"))) for course in courses)
     if codes != [0] * parts or graded != len(students):
         raise SystemExit(f"plain nbgrader failed: exit codes {codes}, {graded} of {len(students)} feedback pages")
@@ -87,11 +100,13 @@ def plain_nbgrader(layout: Layout, assignment: str, class_dir: Path, folder: Pat
 
 
 def autograder(layout: Layout, assignment: str, class_dir: Path, out: Path, workers: int) -> float:
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _children_cpu()
     subprocess.run([str(BIN / "autograder"), "grade", assignment, "--submissions", str(class_dir), "--out",
                     str(out), "--workers", str(workers), "--force", "--quiet"],
                    cwd=layout.root, env=ENV, check=True, capture_output=True)
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    CPU["ours"].append(_children_cpu() - cpu)
+    return seconds
 
 
 def overheads(out: Path) -> list[dict[str, float]]:
@@ -143,7 +158,12 @@ def main() -> int:
     if "serial" in medians:
         print(f"ours vs serial nbgrader: {medians['serial'] / medians['ours']:.2f}x")
     print(f"ours vs the hand-split peer ({args.workers} plain nbgrader processes side by side): "
-          f"{medians['peer'] / medians['ours']:.2f} (goal >= 1.0)")
+          f"{medians['peer'] / medians['ours']:.2f} (goal >= 1.0); run by run: "
+          + " ".join(f"{peer / ours:.2f}" for peer, ours in zip(runs["peer"], runs["ours"])))
+    cpu = {"serial": CPU["plain1"], "peer": CPU[f"plain{args.workers}"], "ours": CPU["ours"]}
+    print("CPU seconds of every process of a side (less sensitive to other load than the wall): "
+          + ", ".join(f"{side} {statistics.median(values):.1f}" for side, values in cpu.items() if values)
+          + f"; ours / peer {statistics.median(cpu['ours']) / statistics.median(cpu['peer']):.2f}")
     parts = {name: statistics.median(job[name] for job in per_job) for name in per_job[0]}
     print(f"overhead per notebook (worker time minus the kernel's lifetime), median of {len(per_job)} notebooks: "
           f"{parts['overhead']:.2f} s (goal <= 1 s): nbgrader's autograde besides the kernel "
