@@ -175,8 +175,6 @@ def test_release_is_in_sync_with_source():
 
 
 @pytest.mark.parametrize("assignment_id", PRESENT)
-@pytest.mark.kernel
-@pytest.mark.tensorflow
 def test_nbgrader_validate_invert_the_student_version_fails_its_tests(assignment_id, tmp_path):
     """`nbgrader validate --invert` succeeds only when every test cell fails on the blank release.
     The release runs with the ci profile injected (as a student's copy does in the browser tests):

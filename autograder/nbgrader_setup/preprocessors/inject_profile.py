@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 from papermill.parameterize import parameterize_notebook
-from traitlets import Bool
+from traitlets import Bool, Unicode
 
-from autograder.settings import GradingSettings
 from course import syllabus
 
 TAG = "injected-parameters"
@@ -22,16 +21,12 @@ TAG = "injected-parameters"
 
 class InjectProfile(NbGraderPreprocessor):
     enabled = Bool(True).tag(config=True)
-
-    @property
-    def profile(self) -> str:
-        return GradingSettings(parent=self).profile
+    profile = Unicode("grade", help="Name of the course profile to inject").tag(config=True)
 
     def preprocess(self, nb, resources):
         assignment_id = resources.get("nbgrader", {}).get("assignment") or resources.get("assignment_id")
-        profile = self.profile
         try:
-            parameters = syllabus.get(assignment_id).parameters(profile)
+            parameters = syllabus.get(assignment_id).parameters(self.profile)
         except syllabus.UnknownAssignmentError:
             # Not a course assignment (nbgrader's own fixtures, say): nothing to inject.
             self.log.info("no profile for assignment %r: parameters left as submitted", assignment_id)
@@ -43,5 +38,5 @@ class InjectProfile(NbGraderPreprocessor):
                 cell.metadata.setdefault("tags", [])
             nb.metadata.setdefault("papermill", {})
             nb = parameterize_notebook(nb, parameters, comment=f"Parameters injected by the autograder "
-                                                               f"(profile: {profile})")
+                                                               f"(profile: {self.profile})")
         return nb, resources
