@@ -1,7 +1,8 @@
 """Every written assignment through the real grading pipeline (nbgrader + the course's preprocessors):
 the solutions typed into the release get every automatically graded point (their written answers wait
 for a hand grade), the untouched release gets zero, and the
-feedback shows no hidden test. TensorFlow's log lines must not cost the solution a single point."""
+feedback shows no hidden test. TensorFlow's log lines must not cost the solution a single point. One run per assignment answers both
+questions (these are the suite's heaviest tests)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,14 @@ def test_solution_full_marks_blank_zero_feedback_without_hidden_tests(assignment
     assert solution.score + sum(written.values()) == solution.max_score == result.max_score > 0, \
         f"solution: {solution.status} {solution.score}/{solution.max_score} {solution.reason}; zero in {lost}"
     assert blank.status == "graded" and blank.score == 0, f"blank release scored {blank.score}: {blank.cells}"
+    # what `nbgrader validate --invert` asks of the release (no test cell at its full points), on the
+    # same run: every automatically graded cell of the source is there and scored 0 (test_notebooks
+    # runs nbgrader's own validate --invert on one assignment, the student's Validate button)
+    tests = {nbgrader_meta(cell)["grade_id"] for cell in source(assignment_id).cells
+             if nbgrader_meta(cell).get("grade") and not nbgrader_meta(cell).get("solution")}
+    assert tests and tests <= set(blank.cells), f"test cells missing from the blank's row: {tests - set(blank.cells)}"
+    passing = {cell: blank.cells[cell] for cell in tests if blank.cells[cell] != 0}
+    assert not passing, f"test cells that did not fail on the blank release: {passing}"
     hidden = [chunk for cell in source(assignment_id).cells
               if nbgrader_meta(cell).get("grade") and not nbgrader_meta(cell).get("solution")
               for chunk in notebooks.secret_chunks(cell.source)]
