@@ -1,6 +1,7 @@
 # The course's commands. Every target sets up .venv from requirements.lock when it is missing or stale.
 #   make run    execute every notebook (ci profile), check release/, grade a demo class, build/report.html
 #   make test   unit tests, nbval on every source notebook, release drift, grading of the solutions
+#   make test-fast  the tests that need no TensorFlow, browser, cluster or kernel (under a minute)
 
 PYTHON ?= python3.11
 # GPU=1: the GPU environment, a venv of its own (.venv-gpu) from requirements-gpu.lock (TensorFlow's
@@ -16,7 +17,7 @@ PROFILE ?= ci
 export PATH := $(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: run test test-gpu gpu-runner release release-check lab student-bundle doctor lock conda-lock clean venv bench bench-training system-packages
+.PHONY: run test test-fast test-gpu gpu-runner release release-check lab student-bundle doctor lock conda-lock clean venv bench bench-training system-packages
 
 venv: $(STAMP)
 
@@ -50,6 +51,12 @@ test:
 	$(BIN)/course prepare --profile $(PROFILE) --out build/prepared/$(PROFILE)
 	$(BIN)/pytest tests build/prepared/$(PROFILE) --nbval-lax -p no:cacheprovider \
 	    -n 4 --dist loadfile --no-loadscope-reorder --durations=15
+
+# The fast lane for a contributor changing the packages: every test that needs no TensorFlow, browser,
+# cluster or kernel (the `fast` mark, tests/conftest.py), in under a minute on 2 cores. `make test`
+# runs them too, with everything else.
+test-fast: $(STAMP)
+	$(BIN)/pytest tests -m fast -p no:cacheprovider -n 2 --dist load -q
 
 # On the self-hosted GPU runner: .venv-gpu from requirements-gpu.lock, the machine checks of
 # scripts/gpu-check, every notebook under the gpu profile through nbval (GPU-only cells are hard

@@ -1,71 +1,88 @@
-"""`autograder`: grade a class, build the release, run the whole course. A thin layer over the library."""
+"""`autograder`: grade a class, build the release, run the whole course. A thin layer over the library:
+parse, call one library function, print what was asked for; every `AutograderError` (and the course
+package's own errors of a course root or an id) becomes exit code 2, in `main` alone.
+
+Logging goes through `logging` to the standard error, with levels: `--verbose` shows DEBUG, `--quiet`
+only warnings and errors (and no progress lines). The progress of `grade` (one line per row) and the
+final summaries go to the standard output.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from course import syllabus
 from course.layout import CourseRootNotFound, Layout
-from autograder.grading.pipeline import GradingError
+from autograder.errors import AutograderError
+from autograder.runfolder import BuildFolder, RunFolder
+from autograder.settings import GradingSettings
+from traitlets import Bool, Enum, Float, Int
+from traitlets.config import Config
+
+log = logging.getLogger("autograder")
+ERRORS = (AutograderError, CourseRootNotFound, syllabus.UnknownAssignmentError, syllabus.UnknownProfileError)
 
 
 def _grade(args) -> int:
     from autograder.execution import sandbox
-    from autograder.grading import export, report
-    from autograder.grading.pipeline import Options, grade_class
+    from autograder.grading import report
+    from autograder.grading.pipeline import GradingError, grade_class
+    from autograder.nbgrader_setup.config import load_course_config
 
     layout = Layout.find()
-    try:  # said once here, before any work; grade_class hands the same decision to every job
-        print(sandbox.describe(args.sandbox))
-    except sandbox.SandboxUnavailable as error:
-        raise GradingError(str(error)) from None
+    config = load_course_config(layout.root)      # the course's nbgrader configuration, the options on top
+    config.merge(Config({GradingSettings.__name__: args.settings}))
+    settings = GradingSettings(config=config)
+    description = sandbox.describe(settings.sandbox)   # said once, before any work
+    (log.warning if "NONE" in description else log.info)(description)
     if not (layout.source / args.assignment).is_dir():
         known = sorted(path.name for path in layout.source.iterdir() if path.is_dir()) if layout.source.is_dir() else []
         raise GradingError(f"unknown assignment {args.assignment!r}: no folder {layout.source / args.assignment} "
                            f"(the assignments in source/: {', '.join(known) or 'none'})")
     if args.assignment not in syllabus.ids():
-        print(f"no profile for {args.assignment!r} in the syllabus: graded as submitted, without injected parameters")
-    out = Path(args.out) if args.out else layout.build / "grading" / args.assignment
+        log.warning("no profile for %r in the syllabus: graded as submitted, without injected parameters",
+                    args.assignment)
+    run = RunFolder(Path(args.out)) if args.out else BuildFolder(layout.build).grading(args.assignment)
     submissions = Path(args.submissions).resolve()
-    if out.resolve() == submissions or submissions in out.resolve().parents:
-        raise GradingError(f"--out {out} is inside the submissions folder, which grading never writes to")
-    if args.scheduler and args.workers:
+    if run.root.resolve() == submissions or submissions in run.root.resolve().parents:
+        raise GradingError(f"--out {run.root} is inside the submissions folder, which grading never writes to")
+    if settings.scheduler and settings.workers:
         raise GradingError("--workers sets the local workers; with --scheduler the cluster's workers run the notebooks")
-    options = Options(profile=args.profile, workers=args.workers or os.cpu_count() or 1, timeout=args.timeout,
-                      memory_limit_gb=args.memory_limit, force=args.force, scheduler=args.scheduler,
-                      db_url=args.db, sandbox=args.sandbox,
-                      limits=sandbox.Limits(disk_bytes=int(args.disk_limit * 2**30), tasks=args.task_limit,
-                                            cpu_seconds=int(args.cpu_limit)),
-                      term=_course_file(args.term, layout.root / "term.toml"), extensions=_path(args.extensions),
-                      submitted_at=_path(args.submitted_at),
-                      overrides=_course_file(args.overrides, layout.root / "overrides" / f"{args.assignment}.csv"))
-    result = grade_class(args.assignment, layout.source / args.assignment, submissions, out, options=options)
-    csv_path = export.write_csv(result)
-    max_path = export.write_max_points(result)
-    html_path = report.write_html(result)
+    settings.term = settings.term or _course_file(layout.root / "term.toml")
+    settings.overrides = settings.overrides or _course_file(layout.root / "overrides" / f"{args.assignment}.csv")
+    result = grade_class(args.assignment, layout.source / args.assignment, submissions, run.root, settings=settings,
+                         progress=(lambda line: None) if args.quiet else print)
     print("\n".join(report.summary_lines(result)))
-    print(f"grades: {csv_path} (out of: {max_path})\nreport: {html_path}\nfeedback: {out / 'feedback'}")
+    print(f"grades: {result.run.grades_csv} (out of: {result.run.max_points_csv})\nreport: {result.run.report_html}"
+          f"\nfeedback: {result.run.feedback_dir}")
     return 0
 
 
+def _run_folder(layout: Layout, assignment: str, given: str | None) -> RunFolder:
+    return RunFolder(Path(given)) if given else BuildFolder(layout.build).grading(assignment)
+
+
 def _export(args) -> int:
-    from autograder.lms import export, roster
+    from autograder.lms import grade_import, roster
+    from autograder.runfolder import read_grades
 
     layout = Layout.find()
-    grades_path = Path(args.grades) if args.grades else layout.build / "grading" / args.assignment / "grades.csv"
-    target = Path(args.out) if args.out else grades_path.parent / f"{args.format}-import.csv"
+    grades_path = Path(args.grades) if args.grades else _run_folder(layout, args.assignment, None).grades_csv
+    target = Path(args.out) if args.out else RunFolder(grades_path.parent).lms_import(args.format)
+    grades, max_score = grade_import.grades_of(read_grades(grades_path))
+    students = roster.read(Path(args.roster), args.match or grade_import.MATCH[args.format])
     try:
-        grades, max_score = export.read_grades(grades_path)
-        students = roster.read(Path(args.roster), args.match or export.MATCH[args.format])
-        export.write(students, grades, max_score, args.assignment, args.format, target, missing=args.missing,
-                     column=args.column)
-    except (export.ExportError, roster.RosterError) as error:
-        raise GradingError(f"nothing written:\n{error}") from None
+        grade_import.write(students, grades, max_score, args.assignment, args.format, target, missing=args.missing,
+                           column=args.column)
+    except grade_import.ExportError as error:
+        raise grade_import.ExportError(f"nothing written:\n{error}") from None
     without = [student for student in students.ids() if student not in grades]
-    for student in export.left_out(students, grades):
+    for student in grade_import.left_out(students, grades):
         print(f"left out, not in the roster and never graded: {student}")
     waiting = sorted(student for student, grade in grades.items() if grade.waiting)
     if waiting:
@@ -84,16 +101,15 @@ def _feedback(args) -> int:
     from autograder.lms import feedback_zip
 
     layout = Layout.find()
-    out = Path(args.grades_dir) if args.grades_dir else layout.build / "grading" / args.assignment
-    target = Path(args.out) if args.out else out / "feedback.zip"
-    try:
-        term = lateness.read_term(_course_file(args.term, layout.root / "term.toml"))
-        if args.extensions:
-            lateness.add_extensions(term, Path(args.extensions), args.assignment, feedback_zip.students(out))
-        released = feedback_zip.build(out, args.assignment, target, term=term, include_results=args.test_results,
-                                      now=datetime.now(timezone.utc))
-    except (lateness.TermError, feedback_zip.FeedbackError) as error:
-        raise GradingError(str(error)) from None
+    run = _run_folder(layout, args.assignment, args.grades_dir)
+    target = Path(args.out) if args.out else run.feedback_zip
+    term_file = _course_file(layout.root / "term.toml", args.term)
+    term = lateness.read_term(Path(term_file) if term_file else None)
+    students = feedback_zip.students(run.root)
+    if args.extensions:
+        lateness.add_extensions(term, Path(args.extensions), args.assignment, students)
+    released = feedback_zip.build(run.root, args.assignment, target, due=lateness.due_dates(term, args.assignment, students),
+                                  include_results=args.test_results, now=datetime.now(timezone.utc))
     print(f"{target}: {released.pages} feedback pages of {released.students} students")
     for line in released.without_page:
         print(f"  no feedback page: {line}")
@@ -106,16 +122,16 @@ def _feedback(args) -> int:
 def _formgrade(args) -> int:
     from autograder.grading import formgrade
     from autograder.grading.cache import stored_rows
-    from autograder.grading.pipeline import source_notebooks
+    from autograder.grading.pipeline import GradingError, source_notebooks
 
     layout = Layout.find()
-    out = Path(args.grades_dir) if args.grades_dir else layout.build / "grading" / args.assignment
-    rows = stored_rows(out / "rows")
-    if not rows:
-        raise GradingError(f"no graded rows in {out / 'rows'}: run `autograder grade {args.assignment}` first")
     source = layout.source / args.assignment
-    several = len(source_notebooks(args.assignment, source)) > 1
-    prepared = formgrade.prepare(out, args.assignment, source, rows, layout.root / "nbgrader_config.py", several)
+    run = replace(_run_folder(layout, args.assignment, args.grades_dir),
+                  several=len(source_notebooks(args.assignment, source)) > 1)
+    rows = stored_rows(run.rows_dir)
+    if not rows:
+        raise GradingError(f"no graded rows in {run.rows_dir}: run `autograder grade {args.assignment}` first")
+    prepared = formgrade.prepare(run, args.assignment, source, rows, layout.root)
     print(f"{prepared.root}: {len(prepared.students)} students, {prepared.written} written answers to grade")
     for line in prepared.missing:
         print(f"  no autograded notebook here for {line} (graded on a cluster?)")
@@ -128,15 +144,11 @@ def _formgrade(args) -> int:
     return 0
 
 
-def _path(value: str | None) -> Path | None:
-    return Path(value) if value else None
-
-
-def _course_file(value: str | None, default: Path) -> Path | None:
+def _course_file(default: Path, given: str | None = None) -> str | None:
     """The file an option names, else the course's own file when there is one (term.toml, overrides/)."""
-    if value:
-        return Path(value)
-    return default if default.exists() else None
+    if given:
+        return given
+    return str(default) if default.exists() else None
 
 
 def _release(args) -> int:
@@ -170,7 +182,7 @@ def _course_run(args) -> int:
 
     layout = Layout.find()
     lines = course_run.run(layout, args.profile)
-    report_path = course_run.write_report(lines, layout.build / "report.html", args.profile)
+    report_path = course_run.write_report(lines, BuildFolder(layout.build).report_html, args.profile)
     print(course_run.table(lines))
     print(f"report: {report_path}")
     return 0 if course_run.ok(lines) else 1
@@ -180,72 +192,74 @@ def _student_bundle(args) -> int:
     from autograder.authoring import bundle
 
     layout = Layout.find()
-    out = Path(args.out) if args.out else layout.build / "student-bundle.zip"
-    try:
-        print(f"student bundle: {bundle.build_bundle(layout, out)}")
-    except bundle.BundleError as error:
-        print(f"autograder: {error}", file=sys.stderr)
-        return 2
+    out = Path(args.out) if args.out else BuildFolder(layout.build).student_bundle
+    print(f"student bundle: {bundle.build_bundle(layout, out)}")
     return 0
 
 
-def _positive(kind):
+def _setting(name: str):
+    """An argparse type for the grading setting `name`: the text as the trait's type, checked by the
+    trait's own validation (a positive timeout, a known sandbox mode)."""
+    trait = GradingSettings.class_traits()[name]
+    kind = int if isinstance(trait, Int) else float if isinstance(trait, Float) else str
+
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number")
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        try:
+            GradingSettings(**{name: value})
+        except Exception as error:  # traitlets' TraitError, or the validator's ValueError
+            raise argparse.ArgumentTypeError(str(error).splitlines()[0]) from None
         return value
     return parse
 
 
+def add_settings(parser: argparse.ArgumentParser) -> None:
+    """One option per grading setting (`GradingSettings`' traits): its flag, type, choices, help and default
+    from the trait. An option not given is not set, so the course's nbgrader configuration stands."""
+    traits = GradingSettings.class_traits(config=True)
+    for name in [name for name in vars(GradingSettings) if name in traits]:   # in the order they are declared
+        trait = traits[name]
+        flag = trait.metadata.get("flag", f"--{name.replace('_', '-')}")
+        default = trait.default_value
+        shown = "" if default is None else f" (default {default:g})" if isinstance(default, float) else f" (default {default})"
+        options = dict(dest=f"setting_{name}", default=argparse.SUPPRESS, help=trait.help + shown)
+        if isinstance(trait, Bool):
+            options.update(action="store_true", help=trait.help)
+        elif isinstance(trait, Enum):
+            options.update(choices=trait.values)
+        else:
+            options.update(type=_setting(name), metavar=trait.metadata.get("metavar"))
+        parser.add_argument(flag, **options)
+
+
+def settings_given(args: argparse.Namespace) -> dict:
+    """The grading settings the command line gave, by trait name."""
+    return {name.removeprefix("setting_"): value for name, value in vars(args).items() if name.startswith("setting_")}
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="autograder", description=__doc__)
+    top = argparse.ArgumentParser(prog="autograder", description=__doc__.splitlines()[0])
+    logs = argparse.ArgumentParser(add_help=False)
+    level = logs.add_mutually_exclusive_group()
+    level.add_argument("-v", "--verbose", action="store_true", help="log DEBUG messages too")
+    level.add_argument("-q", "--quiet", action="store_true", help="log only warnings and errors, no progress lines")
     commands = top.add_subparsers(dest="command", required=True)
 
-    grade = commands.add_parser("grade", help="grade a class of submissions")
+    grade = commands.add_parser("grade", parents=[logs], help="grade a class of submissions",
+                                epilog="Each option is a grading setting (c.GradingSettings.<name> in the course's "
+                                       "nbgrader_config.py; the option wins).")
     grade.add_argument("assignment", help="assignment id: a folder of source/, e.g. 00_gpu_setup")
     grade.add_argument("--submissions", required=True,
                        help="folder of <student_id>/<notebook>.ipynb or <student_id>.zip, or Canvas's or Moodle's "
                             "download of all submissions (the zip or its unpacked folder)")
     grade.add_argument("--out", help="output folder (default build/grading/<assignment>)")
-    grade.add_argument("--profile", default="grade", choices=syllabus.PROFILES, help="profile injected (default grade)")
-    grade.add_argument("--workers", type=_positive(int),
-                       help="submissions graded at once on this machine (default: the number of cores)")
-    grade.add_argument("--timeout", type=_positive(float), default=600.0,
-                       help="wall-clock seconds per notebook (default 600)")
-    grade.add_argument("--memory-limit", type=_positive(float), default=6.0, metavar="GB",
-                       help="resident memory of a notebook's kernel, in GB (default 6)")
-    grade.add_argument("--force", action="store_true", help="re-grade submissions already graded with the same content")
-    grade.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto",
-                       help="a bubblewrap sandbox for every kernel (default auto: bwrap when it works, else none, "
-                            "said so)")
-    grade.add_argument("--disk-limit", type=_positive(float), default=1.0, metavar="GB",
-                       help="size of each kernel sandbox's /tmp (its working folder) and /dev/shm, and its largest "
-                            "file, in GB (default 1)")
-    grade.add_argument("--task-limit", type=_positive(int), default=1024, metavar="N",
-                       help="processes and threads of a notebook's worker and kernel (default 1024)")
-    grade.add_argument("--cpu-limit", type=float, default=0.0, metavar="SECONDS",
-                       help="CPU seconds per process of a kernel's sandbox (default 0: none; the wall clock "
-                            "bounds it anyway)")
-    grade.add_argument("--term", metavar="FILE",
-                       help="due dates and the late penalty (TOML; default: term.toml in the course root, if any)")
-    grade.add_argument("--extensions", metavar="CSV", help="per-student due dates: student_id,assignment,due")
-    grade.add_argument("--submitted-at", metavar="CSV",
-                       help="submission times: student_id,submitted_at (ISO 8601 with an offset); "
-                            "a submission without one is on time")
-    grade.add_argument("--overrides", metavar="CSV",
-                       help="points set by hand: student_id,cell,points,comment,grader (default: "
-                            "overrides/<assignment>.csv in the course root, if any); they survive --force")
-    grade.add_argument("--scheduler", metavar="ADDRESS",
-                       help="run the notebooks on a dask.distributed cluster, e.g. tcp://head-node:8786")
-    grade.add_argument("--db", metavar="URL",
-                       help="keep the gradebook in this database (SQLAlchemy URL), e.g. postgresql://grader@db/gradebook")
+    add_settings(grade)
     grade.set_defaults(run=_grade)
 
-    out = commands.add_parser("export", help="grades.csv as the grade import file of Canvas or Moodle")
+    out = commands.add_parser("export", parents=[logs], help="grades.csv as the grade import file of Canvas or Moodle")
     out.add_argument("assignment", help="assignment id (its grades: build/grading/<assignment>/grades.csv)")
     out.add_argument("--format", required=True, choices=("canvas", "moodle", "moodle-worksheet"))
     out.add_argument("--roster", required=True, metavar="CSV",
@@ -262,7 +276,7 @@ def parser() -> argparse.ArgumentParser:
     out.add_argument("--out", metavar="CSV", help="file to write (default: <format>-import.csv beside grades.csv)")
     out.set_defaults(run=_export)
 
-    fb = commands.add_parser("feedback", help="the class's feedback pages as one zip for the LMS")
+    fb = commands.add_parser("feedback", parents=[logs], help="the class's feedback pages as one zip for the LMS")
     fb.add_argument("assignment", help="assignment id (its run: build/grading/<assignment>/)")
     fb.add_argument("--test-results", action="store_true",
                     help="add every graded test's name and result, hidden tests included (never their code), "
@@ -273,7 +287,7 @@ def parser() -> argparse.ArgumentParser:
     fb.add_argument("--out", metavar="ZIP", help="zip to write (default <run folder>/feedback.zip)")
     fb.set_defaults(run=_feedback)
 
-    fg = commands.add_parser("formgrade", help="grade written answers by hand in nbgrader's formgrader")
+    fg = commands.add_parser("formgrade", parents=[logs], help="grade written answers by hand in nbgrader's formgrader")
     fg.add_argument("assignment", help="assignment id (its run: build/grading/<assignment>/)")
     fg.add_argument("--grades-dir", metavar="DIR", help="the run's folder (default build/grading/<assignment>)")
     fg.add_argument("--prepare-only", action="store_true",
@@ -281,24 +295,32 @@ def parser() -> argparse.ArgumentParser:
     fg.epilog = "Arguments after -- go to jupyter lab, e.g. autograder formgrade 04_xla -- --port 8890 --no-browser"
     fg.set_defaults(run=_formgrade)
 
-    rel = commands.add_parser("release", help="generate release/ from source/ with nbgrader")
+    rel = commands.add_parser("release", parents=[logs], help="generate release/ from source/ with nbgrader")
     rel.add_argument("assignments", nargs="*", help="assignment ids (default: every one with a source)")
     rel.add_argument("--check", action="store_true", help="only report drift between release/ and source/")
     rel.set_defaults(run=_release)
 
-    demo = commands.add_parser("demo-class", help="write a demo class: the solution and the blank release")
+    demo = commands.add_parser("demo-class", parents=[logs], help="write a demo class: the solution and the blank release")
     demo.add_argument("assignment")
     demo.add_argument("--out", required=True)
     demo.set_defaults(run=_demo_class)
 
-    run = commands.add_parser("course-run", help="execute, check the release, grade the demo class, report")
+    run = commands.add_parser("course-run", parents=[logs], help="execute, check the release, grade the demo class, report")
     run.add_argument("--profile", default="ci", choices=syllabus.PROFILES)
     run.set_defaults(run=_course_run)
 
-    student = commands.add_parser("student-bundle", help="zip what students get: release/, course/, install files, README")
+    student = commands.add_parser("student-bundle", parents=[logs], help="zip what students get: release/, course/, install files, README")
     student.add_argument("--out", help="zip file to write (default build/student-bundle.zip)")
     student.set_defaults(run=_student_bundle)
     return top
+
+
+def _logging(args: argparse.Namespace) -> None:
+    """The grader's log on the standard error: INFO and up by default, DEBUG with --verbose, WARNING with
+    --quiet. Other libraries log their warnings only (nbgrader's own errors become rows' reasons)."""
+    level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", force=True)
+    log.setLevel(level)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -306,10 +328,11 @@ def main(argv: list[str] | None = None) -> int:
     passed = argv[argv.index("--") + 1:] if "--" in argv else []   # for jupyter lab (formgrade)
     args = parser().parse_args(argv[:len(argv) - len(passed) - 1] if "--" in argv else argv)
     args.jupyter_args = passed
+    args.settings = settings_given(args)
+    _logging(args)
     try:
         return args.run(args)
-    except (syllabus.UnknownAssignmentError, syllabus.UnknownProfileError, CourseRootNotFound,
-            NotADirectoryError, GradingError) as error:
+    except ERRORS as error:
         print(f"autograder: {error}", file=sys.stderr)
         return 2
 

@@ -1,4 +1,8 @@
-"""How `make test` spreads the suite over pytest-xdist's workers (`-n 4 --dist loadfile`).
+"""The fast lane, and how `make test` spreads the suite over pytest-xdist's workers (`-n 4 --dist loadfile`).
+
+The fast lane (`make test-fast`, `pytest -m fast`): every test without one of the `SLOW_MARKS`
+(it needs no notebook, grading run, browser, kernel, TensorFlow or server) gets the `fast` mark. A
+fast test that imports TensorFlow fails (`tensorflow_stays_out`): mark it `tensorflow` instead.
 
 - A file is one unit of work, as with plain `--dist loadfile`: a module's module-scoped servers
   and graded classes are built once, on one worker, and nbval's cells of one notebook run in order
@@ -25,6 +29,7 @@ SPREAD = (
     "tests/test_notebooks.py::test_nbgrader_validate_invert_the_student_version_fails_its_tests[",
 )
 HEAVY_MARKS = ("grading", "browser")
+SLOW_MARKS = ("notebook", "grading", "browser", "kernel", "tensorflow", "cluster")
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
@@ -47,6 +52,23 @@ def _heavy(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Heavy files first, in a stable sort: the tests of one file keep their order."""
+    """Every test without a slow mark is `fast`; heavy files first, in a stable sort: the tests of
+    one file keep their order."""
+    for item in items:
+        if item.path.suffix != ".ipynb" and not any(item.get_closest_marker(name) for name in SLOW_MARKS):
+            item.add_marker(pytest.mark.fast)
     heavy_files = {item.path for item in items if _heavy(item)}
     items.sort(key=lambda item: 0 if item.path in heavy_files else 1)
+
+
+@pytest.fixture(autouse=True)
+def tensorflow_stays_out(request: pytest.FixtureRequest):
+    """A fast test must not import TensorFlow (seconds of a core, and the lane's minute): it fails
+    if TensorFlow was first imported during it."""
+    import sys
+
+    before = "tensorflow" in sys.modules
+    yield
+    if request.node.get_closest_marker("fast") and not before and "tensorflow" in sys.modules:
+        pytest.fail(f"{request.node.nodeid} imports TensorFlow: mark it `tensorflow` (it is not a fast test)",
+                    pytrace=False)

@@ -45,14 +45,17 @@ def run_cells(cells: list[str], cwd, timeout: int = 120, limits=None) -> list[st
     from nbclient import NotebookClient
     from traitlets.config import Config
 
-    from autograder.execution.sandbox import Limits
     from autograder.nbgrader_setup import kernelspec
     from autograder.nbgrader_setup.config import configure
+    from autograder.settings import GradingSettings, Limits
 
     kernelspec.install()
     notebook = v4.new_notebook()
     notebook.cells = [v4.new_code_cell(source) for source in cells]
-    config = configure(Config(), sandbox="bwrap", limits=limits or Limits())
+    limits = limits or Limits()
+    config = configure(Config())
+    config.merge(GradingSettings(sandbox="bwrap", disk_limit=limits.disk_bytes / 2**30, task_limit=limits.tasks,
+                                 cpu_limit=limits.cpu_seconds).as_config())
     client = NotebookClient(notebook, kernel_name=kernelspec.GRADING_KERNEL, timeout=timeout, config=config,
                             resources={"metadata": {"path": str(cwd)}})
     client.execute()

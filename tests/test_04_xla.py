@@ -19,6 +19,7 @@ def tf():
     return pytest.importorskip("tensorflow")
 
 
+@pytest.mark.tensorflow
 def test_count_compilations_counts_new_shapes_not_cached_calls(tf):
     @tf.function(jit_compile=True)
     def double_sum(values):
@@ -33,11 +34,13 @@ def test_count_compilations_counts_new_shapes_not_cached_calls(tf):
     assert len(two_shapes.modules) == 2 and cached.modules == ()
 
 
+@pytest.mark.tensorflow
 def test_count_compilations_sees_no_compilation_without_xla(tf):
     plain = tf.function(lambda values: values + 1.0)
     assert xla_tools.count_compilations(lambda: plain(tf.ones([2]))).count == 0
 
 
+@pytest.mark.tensorflow
 def test_host_events_sees_the_xla_cpu_backend_compile(tf):
     with tf.device("/CPU:0"):
         compiled = tf.function(lambda values: tf.exp(values) * 3.0, jit_compile=True)
@@ -47,6 +50,7 @@ def test_host_events_sees_the_xla_cpu_backend_compile(tf):
     assert "CpuCompiler::RunBackend" not in again
 
 
+@pytest.mark.tensorflow
 def test_count_compilations_stops_the_profiler_when_the_callable_fails():
     def boom():
         raise ValueError("boom")
@@ -74,6 +78,7 @@ def test_graph_pass_order_reads_groupings_phases_and_passes(tmp_path):
     ]
 
 
+@pytest.mark.tensorflow
 def test_quiet_tensorflow_restores_the_logger_level(tf):
     logger = tf.get_logger()
     before = logger.level
@@ -117,12 +122,14 @@ def test_hlo_dumps_groups_files_by_module(tmp_path):
     assert second.after_optimizations is None
 
 
+@pytest.mark.tensorflow
 def test_xla_op_types_knows_which_ops_have_an_xla_kernel():
     ops = xla_tools.xla_op_types("XLA_CPU_JIT")
     assert {"Mul", "Exp", "Sum", "Cast"} <= ops
     assert "AsString" not in ops and "StringJoin" not in ops
 
 
+@pytest.mark.tensorflow
 def test_auto_clustering_process_clusters_reuses_and_reports_errors(tmp_path):
     code = textwrap.dedent("""
         import tensorflow as tf

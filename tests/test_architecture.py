@@ -1,10 +1,12 @@
-"""The grader's shape, read from its source (fast: nothing runs): no import circle between its modules,
-no private method of jupyter_client or nbgrader overridden or called, and the sandbox is a kernel
-provisioner selected by the grading kernel spec, configured through traits."""
+"""The grader's shape, read from its source (fast: nothing runs): its layers (no package imports a
+package above it, no import circle), one meaning per word, one error base class, grade_class as named
+steps, no private method of jupyter_client or nbgrader overridden or called, and the sandbox a kernel
+provisioner selected by the grading kernel spec, configured through the grading settings."""
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "autograder"
 
 
+@functools.lru_cache(maxsize=1)
 def modules() -> dict[str, ast.Module]:
+    """Every module of the package by name, parsed once (the tests only read the trees)."""
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
@@ -119,9 +123,9 @@ def test_the_sandbox_is_a_provisioner_that_the_grading_kernel_spec_selects():
     from traitlets.config import Config
 
     from autograder.execution.provisioner import SandboxProvisioner
-    from autograder.execution.sandbox import Limits
     from autograder.nbgrader_setup import kernelspec
     from autograder.nbgrader_setup.config import configure
+    from autograder.settings import GradingSettings, Limits
 
     entries = KernelProvisionerFactory.instance().get_provisioner_entries()
     assert entries[kernelspec.PROVISIONER] == "autograder.execution.provisioner:SandboxProvisioner"
@@ -129,8 +133,100 @@ def test_the_sandbox_is_a_provisioner_that_the_grading_kernel_spec_selects():
     assert spec["metadata"]["kernel_provisioner"] == {"provisioner_name": kernelspec.PROVISIONER}
     assert spec["interrupt_mode"] == "message"
     assert issubclass(SandboxProvisioner, LocalProvisioner)
-    config = configure(Config(), sandbox="none", limits=Limits(disk_bytes=5, tasks=6, cpu_seconds=7))
+    config = configure(Config())
+    config.merge(GradingSettings(sandbox="none", disk_limit=5 / 2**30, task_limit=6, cpu_limit=7).as_config())
     assert config.Execute.kernel_name == kernelspec.GRADING_KERNEL
     provisioner = SandboxProvisioner(kernel_id="k", kernel_spec=None, config=config)
-    assert (provisioner.mode, provisioner.disk_bytes, provisioner.tasks, provisioner.cpu_seconds) == ("none", 5, 6, 7)
+    assert provisioner.limits == Limits(disk_bytes=5, tasks=6, cpu_seconds=7), "one record, read where it is used"
     assert not provisioner.sandboxed
+
+
+# bottom first: a module may import its own layer and the layers below it, never one above
+LAYERS = [
+    ("foundation", ("autograder", "autograder.errors", "autograder.settings", "autograder.csvfile",
+                    "autograder.runfolder", "autograder.pages")),
+    ("nbgrader_setup", ("autograder.nbgrader_setup",)),
+    ("execution", ("autograder.execution",)),
+    ("lms", ("autograder.lms",)),
+    ("grading", ("autograder.grading",)),
+    ("authoring", ("autograder.authoring",)),
+    ("cli", ("autograder.cli",)),
+]
+
+
+def layer_of(module: str) -> int:
+    for number, (_, members) in enumerate(LAYERS):
+        if module in members or any(module.startswith(member + ".") for member in members if member != "autograder"):
+            return number
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS")
+
+
+def test_no_package_imports_a_package_above_it():
+    trees = modules()
+    known = set(trees)
+    upward = [f"{name} ({LAYERS[layer_of(name)][0]}) imports {target} ({LAYERS[layer_of(target)][0]})"
+              for name, tree in trees.items() for target in sorted(imports_of(name, tree, known))
+              if layer_of(target) > layer_of(name)]
+    assert upward == []
+
+
+def test_grading_and_lms_do_not_import_each_other_in_either_direction():
+    trees = modules()
+    known = set(trees)
+    lms_to_grading = [(name, target) for name, tree in trees.items() if name.startswith("autograder.lms")
+                      for target in imports_of(name, tree, known) if target.startswith("autograder.grading")]
+    assert lms_to_grading == [], "lms is given plain data (grades.csv's typed rows, due dates)"
+
+
+def identifiers(tree: ast.Module) -> set[str]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.arg):
+            found.add(node.arg)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.keyword) and node.arg:
+            found.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            found.add(node.name)
+    return found
+
+
+def test_one_meaning_per_word():
+    trees = modules()
+    assert not [name for name, tree in trees.items() if "pending" in identifiers(tree)], \
+        "jobs in flight are `in_flight`, written answers waiting for a hand grade `answers_to_grade`"
+    assert not [name for name in trees if name.rpartition(".")[2] == "export"], \
+        "grades.csv is written by grading.grades_csv, the LMS's import file by lms.grade_import"
+    lms_layouts = [name for name, tree in trees.items() if "layout" in identifiers(tree)
+                   and "course.layout" not in ast.unparse(tree)]
+    assert lms_layouts == [], "`layout` is the course's Layout; an LMS is an `lms`"
+
+
+def test_every_error_of_the_grader_has_one_base_class():
+    import importlib
+    import inspect
+
+    from autograder.errors import AutograderError
+
+    errors = [item for name in modules() for _, item in inspect.getmembers(importlib.import_module(name), inspect.isclass)
+              if issubclass(item, BaseException) and item.__module__ == name]
+    assert len(errors) > 5
+    assert [error.__qualname__ for error in errors if not issubclass(error, AutograderError)] == []
+
+
+def test_exit_code_2_is_decided_in_one_place():
+    trees = modules()
+    returns_2 = [f"{name} line {node.lineno}" for name, tree in trees.items() for node in ast.walk(tree)
+                 if isinstance(node, ast.Return) and isinstance(node.value, ast.Constant) and node.value.value == 2]
+    assert len(returns_2) == 1 and returns_2[0].startswith("autograder.cli "), returns_2
+
+
+def test_grade_class_is_named_steps_none_over_50_lines():
+    tree = modules()["autograder.grading.pipeline"]
+    functions = {node.name: node.end_lineno - node.lineno + 1 for node in tree.body
+                 if isinstance(node, ast.FunctionDef)}
+    assert {"grade_class", "read", "execute", "settle", "write"} <= set(functions)
+    assert {name: lines for name, lines in functions.items() if lines > 50} == {}

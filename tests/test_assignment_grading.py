@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from autograder.authoring import demo, release
-from autograder.grading.pipeline import Options, grade_class
+from autograder.grading.pipeline import grade_class
+from autograder.settings import GradingSettings
 from course.layout import Layout
 from tests import notebooks
 from tests.test_notebooks import nbgrader_meta, released, source
@@ -24,13 +25,13 @@ LAYOUT = Layout(Path(__file__).resolve().parent.parent)
 def test_solution_full_marks_blank_zero_feedback_without_hidden_tests(assignment_id, tmp_path):
     demo.write_class(LAYOUT.source_notebook(assignment_id), LAYOUT.release_notebook(assignment_id), tmp_path / "class")
     result = grade_class(assignment_id, LAYOUT.source / assignment_id, tmp_path / "class", tmp_path / "out",
-                         options=Options(workers=1))  # one worker: xdist runs the rest
+                         settings=GradingSettings(workers=1))  # one worker: xdist runs the rest
     rows = {row.student_id: row for row in result.rows}
     solution, blank = rows["solution"], rows["blank"]
     lost = {cell: score for cell, score in solution.cells.items() if score == 0}
     written = {nbgrader_meta(cell)["grade_id"]: float(nbgrader_meta(cell)["points"])
                for cell in source(assignment_id).cells if nbgrader_meta(cell).get("grade") and nbgrader_meta(cell).get("solution")}
-    assert set(solution.pending) == set(written), "the model answers typed in wait for a hand grade"
+    assert set(solution.answers_to_grade) == set(written), "the model answers typed in wait for a hand grade"
     assert solution.status == ("needs_manual_grade" if written else "graded"), solution.reason
     assert solution.score + sum(written.values()) == solution.max_score == result.max_score > 0, \
         f"solution: {solution.status} {solution.score}/{solution.max_score} {solution.reason}; zero in {lost}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -14,7 +15,7 @@ import nbformat
 import pytest
 
 from autograder import cli as autograder_cli
-from autograder.grading.pipeline import Options
+from autograder.settings import GradingSettings, Limits
 from course import cli as course_cli
 from tests import notebooks
 
@@ -41,9 +42,9 @@ def graded_with(monkeypatch, tmp_path):
     """Run `autograder grade ARGS` with the library mocked; return what it was called with."""
     seen = {}
 
-    def fake_grade_class(assignment, source_dir, submissions, out, *, options):
+    def fake_grade_class(assignment, source_dir, submissions, out, *, settings, progress):
         seen.update(assignment=assignment, source_dir=source_dir, submissions=submissions, out=out,
-                    options=options)
+                    settings=settings.trait_values(config=True))
         from autograder.grading.results import ClassResult
         return ClassResult(assignment, [], [], 0.0, out)
 
@@ -60,21 +61,40 @@ def graded_with(monkeypatch, tmp_path):
     return run
 
 
+def settings(**values) -> dict:
+    return GradingSettings(**values).trait_values(config=True)
+
+
 def test_grade_maps_arguments_to_the_library(graded_with, tmp_path):
     seen = graded_with("--profile", "ci", "--timeout", "42", "--workers", "3", "--memory-limit", "1.5", "--force")
     assert seen == {"code": 0, "assignment": "00_gpu_setup", "source_dir": tmp_path / "source" / "00_gpu_setup",
                     "submissions": Path("subs").resolve(), "out": tmp_path / "o",
-                    "options": Options(profile="ci", workers=3, timeout=42.0, memory_limit_gb=1.5, force=True)}
+                    "settings": settings(profile="ci", workers=3, timeout=42.0, memory_limit=1.5, force=True)}
 
 
 def test_defaults_are_the_documented_ones(graded_with):
-    assert graded_with()["options"] == Options(profile="grade", workers=os.cpu_count(), timeout=600.0,
-                                               memory_limit_gb=6.0, force=False)
+    assert graded_with()["settings"] == settings()
+    assert settings() | {"profile": "grade", "workers": None, "timeout": 600.0, "cell_timeout": None,
+                         "memory_limit": 6.0, "force": False} == settings()
+
+
+def test_the_wall_clock_and_the_cell_timeout_are_two_options(graded_with):
+    seen = graded_with("--timeout", "900", "--cell-timeout", "120")["settings"]
+    assert (seen["timeout"], seen["cell_timeout"]) == (900.0, 120)
+    assert graded_with("--timeout", "900")["settings"]["cell_timeout"] is None, "the course's Execute.timeout stands"
+
+
+def test_the_courses_nbgrader_config_sets_grading_settings_and_the_options_win(graded_with, tmp_path):
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\nc.GradingSettings.timeout = 77\n"
+                                                 "c.GradingSettings.task_limit = 99\n")
+    assert (graded_with()["settings"]["timeout"], graded_with()["settings"]["task_limit"]) == (77.0, 99)
+    assert graded_with("--timeout", "5")["settings"]["timeout"] == 5.0
 
 
 def test_cluster_and_database_options_reach_the_library(graded_with):
-    options = graded_with("--scheduler", "tcp://head:8786", "--db", "postgresql://grader@db/gradebook")["options"]
-    assert (options.scheduler, options.db_url) == ("tcp://head:8786", "postgresql://grader@db/gradebook")
+    seen = graded_with("--scheduler", "tcp://head:8786", "--db", "postgresql://grader@db/gradebook")["settings"]
+    # as nbgrader's documentation writes it; SQLAlchemy would pick psycopg 3 for it, the lock ships psycopg2
+    assert (seen["scheduler"], seen["db_url"]) == ("tcp://head:8786", "postgresql+psycopg2://grader@db/gradebook")
 
 
 def test_local_workers_and_a_scheduler_together_are_refused(graded_with, capsys):
@@ -83,15 +103,24 @@ def test_local_workers_and_a_scheduler_together_are_refused(graded_with, capsys)
 
 
 def test_the_sandbox_and_its_limits_reach_the_library(graded_with):
-    from autograder.execution.sandbox import Limits
+    seen = graded_with("--sandbox", "none", "--disk-limit", "0.5", "--task-limit", "64", "--cpu-limit", "90")["settings"]
+    assert (seen["sandbox"], GradingSettings(**seen).limits) == ("none", Limits(disk_bytes=2**29, tasks=64,
+                                                                                 cpu_seconds=90))
+    assert GradingSettings(**graded_with()["settings"]).limits == Limits(), "the defaults are the library's"
 
-    options = graded_with("--sandbox", "none", "--disk-limit", "0.5", "--task-limit", "64", "--cpu-limit", "90")["options"]
-    assert (options.sandbox, options.limits) == ("none", Limits(disk_bytes=2**29, tasks=64, cpu_seconds=90))
-    assert graded_with()["options"].limits == Limits(disk_bytes=2**30), "the defaults are the library's"
+
+def test_logs_have_levels_verbose_and_quiet(graded_with, capsys):
+    graded_with("--quiet")
+    assert "kernel sandbox" not in capsys.readouterr().err, "INFO is not shown with --quiet"
+    graded_with()
+    assert "INFO autograder: kernel sandbox" in capsys.readouterr().err
+    graded_with("--verbose")
+    assert logging.getLogger("autograder").getEffectiveLevel() == logging.DEBUG
 
 
 @pytest.mark.parametrize("flag, value", [("--workers", "0"), ("--timeout", "-1"), ("--memory-limit", "lots"),
-                                         ("--sandbox", "chroot"), ("--task-limit", "0")])
+                                         ("--sandbox", "chroot"), ("--task-limit", "0"), ("--cell-timeout", "0"),
+                                         ("--profile", "fast")])
 def test_unusable_options_are_refused(flag, value, capsys):
     with pytest.raises(SystemExit) as stop:
         autograder_cli.parser().parse_args(["grade", "00_gpu_setup", "--submissions", "s", flag, value])
@@ -117,6 +146,7 @@ def test_missing_submissions_folder_exits_2(tmp_path, capsys):
     assert code == 2 and "does not exist" in capsys.readouterr().err
 
 
+@pytest.mark.grading
 def test_autograder_grade_end_to_end(tmp_path):
     course = tmp_path / "course"
     (course / "source" / "00_gpu_setup").mkdir(parents=True)
@@ -133,6 +163,7 @@ def test_autograder_grade_end_to_end(tmp_path):
     assert "1 submissions, 1 graded" in done.stdout
 
 
+@pytest.mark.tensorflow
 def test_course_doctor_json_end_to_end():
     done = subprocess.run([str(BIN / "course"), "doctor", "--json"], capture_output=True, text=True,
                           timeout=300, env=_env(), cwd=ROOT)

@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 
 from autograder.authoring import demo
-from autograder.grading import export
+from autograder.grading import grades_csv
 from autograder.nbgrader_setup.config import COURSE_ID
 from autograder.grading.cache import safe_id
-from autograder.grading.pipeline import GradingError, Options, grade_class
+from autograder.errors import AutograderError
+from autograder.grading.pipeline import grade_class
+from autograder.settings import GradingSettings
 from tests import notebooks, servers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,7 +30,7 @@ ASSIGNMENT = "00_gpu_setup"
 HONEST = ("ada", "bo", "chen", "dora")
 TIMEOUT = 120.0
 
-pytestmark = pytest.mark.grading
+pytestmark = [pytest.mark.grading, pytest.mark.cluster]
 
 
 @pytest.fixture(scope="module")
@@ -51,14 +53,14 @@ def course(tmp_path_factory):
 
 
 def grades_without_seconds(result) -> list[dict]:
-    with export.write_csv(result).open(encoding="utf-8") as handle:
+    with grades_csv.write_csv(result).open(encoding="utf-8") as handle:
         return [{key: value for key, value in row.items() if key != "seconds"} for row in csv.DictReader(handle)]
 
 
 @pytest.fixture(scope="module")
 def local_run(course):
     return grade_class(ASSIGNMENT, course["source"], course["submissions"], course["root"] / "local",
-                       options=Options(timeout=TIMEOUT, workers=2))
+                       settings=GradingSettings(timeout=TIMEOUT, workers=2))
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +83,7 @@ def test_the_local_run_grades_the_class(local_run):
 
 def test_a_cluster_run_with_a_postgres_gradebook_gives_the_local_grades(course, local_run, cluster, gradebook_url):
     result = grade_class(ASSIGNMENT, course["source"], course["submissions"], course["root"] / "cluster",
-                         options=Options(timeout=TIMEOUT, scheduler=cluster.address, db_url=gradebook_url))
+                         settings=GradingSettings(timeout=TIMEOUT, scheduler=cluster.address, db_url=gradebook_url))
     assert grades_without_seconds(result) == grades_without_seconds(local_run)
     graded = [row for row in result.rows if row.status != "invalid"]
     assert {row.host for row in graded} <= set(cluster.addresses.values()), "every notebook ran on the cluster"
@@ -99,23 +101,23 @@ def test_a_cluster_run_with_a_postgres_gradebook_gives_the_local_grades(course, 
 
 def test_the_gpu_profile_only_runs_on_workers_with_a_gpu_resource(course, cluster):
     result = grade_class(ASSIGNMENT, course["source"], course["pair"], course["root"] / "gpu",
-                         options=Options(profile="gpu", timeout=TIMEOUT, scheduler=cluster.address))
+                         settings=GradingSettings(profile="gpu", timeout=TIMEOUT, scheduler=cluster.address))
     assert [row.student_id for row in result.rows] == list(HONEST[:2])
     assert {row.host for row in result.rows} == {cluster.addresses["gpu-node"]}
 
 
 def test_the_gpu_profile_is_refused_by_a_cluster_without_gpu_workers(course, tmp_path):
     with servers.dask_cluster(tmp_path / "dask", {"cpu-only": {}}) as cpu_only:
-        with pytest.raises(GradingError, match="GPU resource"):
+        with pytest.raises(AutograderError, match="GPU resource"):
             grade_class(ASSIGNMENT, course["source"], course["submissions"], tmp_path / "out",
-                        options=Options(profile="gpu", timeout=TIMEOUT, scheduler=cpu_only.address))
+                        settings=GradingSettings(profile="gpu", timeout=TIMEOUT, scheduler=cpu_only.address))
 
 
 def test_an_unreachable_database_stops_grading_with_the_reason(course, tmp_path):
     url = f"postgresql+psycopg2://grader@127.0.0.1:{servers.free_port()}/gradebook"
-    with pytest.raises(GradingError, match="cannot connect to the gradebook database"):
+    with pytest.raises(AutograderError, match="cannot connect to the gradebook database"):
         grade_class(ASSIGNMENT, course["source"], course["submissions"], tmp_path / "out",
-                    options=Options(timeout=TIMEOUT, db_url=url))
+                    settings=GradingSettings(timeout=TIMEOUT, db_url=url))
 
 
 def test_a_worker_killed_mid_run_loses_no_submission(course, local_run, tmp_path):
@@ -129,7 +131,7 @@ def test_a_worker_killed_mid_run_loses_no_submission(course, local_run, tmp_path
         def grade() -> None:
             try:
                 outcome["result"] = grade_class(ASSIGNMENT, course["source"], course["submissions"], tmp_path / "out",
-                                                options=Options(timeout=TIMEOUT, scheduler=cluster.address))
+                                                settings=GradingSettings(timeout=TIMEOUT, scheduler=cluster.address))
             except BaseException as error:  # surfaced below
                 outcome["error"] = error
 
@@ -181,8 +183,12 @@ def kernel_below(pid: int) -> bool:
 
 def test_two_graders_share_one_new_postgres_gradebook_at_once(course, gradebook_url, tmp_path):
     """Two instructors grade halves of the class with `autograder grade` at the same moment, into
-    one gradebook that neither has set up yet."""
+    one gradebook that neither has set up yet. They write the URL as the README and nbgrader's
+    documentation do, `postgresql://` (SQLAlchemy alone would pick psycopg 3 for it, which the lock
+    does not ship: the grader reads it as psycopg2's)."""
     url = servers.create_database(gradebook_url, "shared")
+    as_documented = url.replace("postgresql+psycopg2://", "postgresql://")
+    assert as_documented.startswith("postgresql://grader@")
     shutil.copyfile(ROOT / "nbgrader_config.py", course["root"] / "nbgrader_config.py")
     graders = {}
     for name, students in {"first": HONEST[:2], "second": HONEST[2:]}.items():
@@ -190,7 +196,8 @@ def test_two_graders_share_one_new_postgres_gradebook_at_once(course, gradebook_
             shutil.copytree(course["submissions"] / student, tmp_path / name / student)
         graders[name] = subprocess.Popen(
             [str(BIN / "autograder"), "grade", ASSIGNMENT, "--submissions", str(tmp_path / name),
-             "--out", str(tmp_path / f"out-{name}"), "--workers", "2", "--timeout", str(TIMEOUT), "--db", url],
+             "--out", str(tmp_path / f"out-{name}"), "--workers", "2", "--timeout", str(TIMEOUT),
+             "--db", as_documented],
             cwd=course["root"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             env={key: value for key, value in os.environ.items() if key != "COURSE_ROOT"})
     for name, grader in graders.items():

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbformat import v4
 
 from autograder.authoring import course_run
@@ -27,6 +28,8 @@ def noisy_notebook(path: Path, extra: str = "") -> Path:
     return path
 
 
+@pytest.mark.notebook
+@pytest.mark.tensorflow
 def test_the_kernels_own_log_goes_to_its_file_and_the_outputs_are_unchanged(tmp_path, capfd):
     source = noisy_notebook(tmp_path / "00_gpu_setup.ipynb")
     result = runner.run_notebook(source, tmp_path / "out" / "00_gpu_setup.ipynb", "ci", "00_gpu_setup",
@@ -41,6 +44,8 @@ def test_the_kernels_own_log_goes_to_its_file_and_the_outputs_are_unchanged(tmp_
     assert "printed by the cell\n" in printed and "128\n" in printed, printed  # the ci profile's MATMUL_SIZE
 
 
+@pytest.mark.notebook
+@pytest.mark.tensorflow
 def test_a_failing_notebook_names_its_kernel_log(tmp_path, capfd):
     source = noisy_notebook(tmp_path / "00_gpu_setup.ipynb", extra="raise ValueError('broken on purpose')")
     result = runner.run_notebook(source, tmp_path / "out" / "00_gpu_setup.ipynb", "ci", "00_gpu_setup",
@@ -63,6 +68,7 @@ def test_the_report_links_each_assignments_files(tmp_path):
     assert "grading report" not in page  # not written: not linked
 
 
+@pytest.mark.grading
 def test_the_run_prints_one_line_per_assignment_and_grades_while_the_next_executes(tmp_path, monkeypatch):
     """The demo grading of an assignment is started before the next notebook executes and finished
     after it (order of events), and each assignment gets its one line once both are done."""

@@ -394,25 +394,28 @@ def test_the_demo_solution_may_leave_only_its_written_answers_to_grade_by_hand(t
     """make run's check of the demo class: the solution gets every automatic point, and its written
     answers (the model answers typed in) wait for a hand grade; a lost automatic point is a problem."""
     from autograder.authoring import course_run
+    from autograder.runfolder import GRADES_COLUMNS
+
+    def line_of(student: str, score: int, status: str, reason: str, cells: str) -> str:
+        return f"{student},ps1,ps1.ipynb,,0,{score},0,{score},6,{status},{reason},,1,{cells}"
 
     def read(solution_row: str) -> course_run.Line:
         layout = Layout(tmp_path / "course")
         line = course_run.Line("ps1", "ok")
         grading = course_run.DemoGrading(layout, line)   # no release notebook: nothing starts
         line.problems.clear()
-        grading.out = tmp_path / "demo"
-        (grading.out / "grading").mkdir(parents=True, exist_ok=True)
-        (grading.out / "grading" / "grades.csv").write_text(
-            "student_id,score,max_score,status,reason,test_a,written_why\n"
-            f"{solution_row}\nblank,0,6,graded,,0,0\n")
-        (grading.out / "grading" / "max_points.csv").write_text(
-            "column,max_points\nscore,6\ntest_a,4\nwritten_why,2\n")
+        run = grading.build.demo_grading("ps1")
+        run.root.mkdir(parents=True, exist_ok=True)
+        run.grades_csv.write_text(",".join([*GRADES_COLUMNS, "test_a", "written_why"]) + "\n"
+                                  f"{solution_row}\n{line_of('blank', 0, 'graded', '', '0,0')}\n")
+        run.max_points_csv.write_text("column,max_points\nscore,6\ntest_a,4\nwritten_why,2\n")
         grading._read(0)
         return line
 
-    waiting = read("solution,4,6,needs_manual_grade,written answers to grade by hand: written_why,4,")
+    written = "written answers to grade by hand: written_why"
+    waiting = read(line_of("solution", 4, "needs_manual_grade", written, "4,"))
     assert waiting.problems == [] and waiting.solution_score == "4/6 (+2 by hand)"
-    lost = read("solution,3,6,needs_manual_grade,written answers to grade by hand: written_why,3,")
+    lost = read(line_of("solution", 3, "needs_manual_grade", written, "3,"))
     assert lost.problems and "the solution got 3/6 (+2 by hand)" in lost.problems[0]
 
 

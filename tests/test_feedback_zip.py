@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading import export
+from autograder.errors import AutograderError
+from autograder.grading import grades_csv, lateness
 from autograder.grading.lateness import Term, parse_time
 from autograder.grading.results import ClassResult, Row
 from autograder.grading.status import Status
 from autograder.lms import feedback_zip
+from autograder.runfolder import RunFolder
 
 NOW = datetime(2027, 2, 1, tzinfo=timezone.utc)
 PAST, FUTURE = parse_time("2027-01-15T23:59:00+01:00", "t"), parse_time("2027-03-01T23:59:00+01:00", "t")
@@ -33,19 +35,20 @@ def run_folder(out: Path, notebooks: list[str]) -> Path:
         for student, hidden in (("ann", 3.0), ("bob", 0.0)):
             rows.append(Row(student, "ps1", notebook=notebook, score=2 + hidden, max_score=5, status=Status.GRADED,
                             cells={col(notebook, "test_visible"): 2.0, col(notebook, "test_hidden"): hidden}))
-            page = feedback_zip.feedback_page(out, student, notebook, several)
+            page = RunFolder(out, several).feedback_page(student, notebook)
             page.parent.mkdir(parents=True, exist_ok=True)
             page.write_text(f"<html>feedback of {student} on {notebook}</html>")
         rows.append(Row("cy", "ps1", notebook=notebook, max_score=5, status=Status.INVALID, reason="not a notebook"))
     result = ClassResult("ps1", rows, list(points), 5.0 * len(notebooks), out,
                          notebooks={notebook: 5.0 for notebook in notebooks}, cell_points=points)
-    export.write_csv(result)
-    export.write_max_points(result)
+    grades_csv.write_csv(result)
+    grades_csv.write_max_points(result)
     return out
 
 
 def build(out: Path, term: Term, results: bool = True) -> tuple[feedback_zip.Released, zipfile.ZipFile]:
-    released = feedback_zip.build(out, "ps1", out / "feedback.zip", term=term, include_results=results, now=NOW)
+    due = lateness.due_dates(term, "ps1", {"ann", "bob", "cy"})
+    released = feedback_zip.build(out, "ps1", out / "feedback.zip", due=due, include_results=results, now=NOW)
     return released, zipfile.ZipFile(out / "feedback.zip")
 
 
@@ -91,7 +94,7 @@ def test_with_several_notebooks_each_results_page_holds_its_own_notebooks_tests(
 
 
 def test_a_run_folder_without_grades_says_to_grade_first(tmp_path):
-    with pytest.raises(feedback_zip.FeedbackError, match="run `autograder grade` first"):
+    with pytest.raises(AutograderError, match="run `autograder grade` first"):
         build(tmp_path, Term())
 
 

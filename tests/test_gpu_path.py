@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from autograder.execution import executors, jobs
+from autograder.runfolder import BuildFolder
+from autograder.settings import GradingSettings
 from course import gpu
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,17 +33,11 @@ def test_the_gpu_workers_of_a_host_share_its_gpus_out_in_name_order():
     assert executors.gpu_devices("tcp://10.9.9.9:1", workers) is None, "an unknown worker owns nothing"
 
 
-def job(profile: str) -> jobs.Job:
-    return jobs.Job(assignment="00_gpu_setup", student="s", student_id="s", notebook_name="00_gpu_setup.ipynb",
-                    notebook_bytes=b"{}", profile=profile, timeout=60.0, memory_bytes=2**30, sandbox="none",
-                    db_url="")
-
-
 def test_a_gpu_job_grows_gpu_memory_and_sees_the_workers_gpus_only(monkeypatch):
     monkeypatch.delenv("TF_FORCE_GPU_ALLOW_GROWTH", raising=False)
-    on_gpu = jobs.environment(job("gpu"), gpu_devices="1")
+    on_gpu = jobs.environment("gpu", gpu_devices="1")
     assert on_gpu["TF_FORCE_GPU_ALLOW_GROWTH"] == "true" and on_gpu["CUDA_VISIBLE_DEVICES"] == "1"
-    on_cpu = jobs.environment(job("grade"))
+    on_cpu = jobs.environment("grade")
     assert "TF_FORCE_GPU_ALLOW_GROWTH" not in on_cpu
     assert on_cpu.get("CUDA_VISIBLE_DEVICES") == os.environ.get("CUDA_VISIBLE_DEVICES"), "left as the worker has it"
 
@@ -66,6 +62,7 @@ def test_make_test_gpu_gives_nbval_the_same_environment():
         assert re.search(rf"^test-gpu: export {name} := {value}$", makefile, re.M), f"{name}={value} for test-gpu"
 
 
+@pytest.mark.tensorflow
 def test_exact_float32_turns_tf32_off_and_restores_it():
     tf = pytest.importorskip("tensorflow")
     for before in (True, False):
@@ -80,11 +77,12 @@ def test_the_gpu_runner_grades_the_demo_class_with_the_gpu_profile(tmp_path):
     from autograder import cli
     from autograder.authoring import course_run
 
-    command = course_run.grade_command("02_convlstm", tmp_path, "gpu")
-    options = cli.parser().parse_args(command[command.index("grade"):])
-    assert (options.profile, options.sandbox) == ("gpu", "auto")
-    options = cli.parser().parse_args(course_run.grade_command("02_convlstm", tmp_path, "ci")[3:])
-    assert options.profile == "grade", "make run grades with the grade profile"
+    command = course_run.grade_command("02_convlstm", BuildFolder(tmp_path), "gpu")
+    given = cli.settings_given(cli.parser().parse_args(command[command.index("grade"):]))
+    assert GradingSettings(**given).profile == "gpu" and "sandbox" not in given, "the sandbox as configured (auto)"
+    given = cli.settings_given(cli.parser().parse_args(course_run.grade_command("02_convlstm", BuildFolder(tmp_path),
+                                                                                "ci")[3:]))
+    assert GradingSettings(**given).profile == "grade", "make run grades with the grade profile"
 
 
 def test_a_gpu_only_cell_that_skipped_is_found_and_other_skips_are_not(tmp_path, capsys, monkeypatch):

@@ -9,8 +9,10 @@ import nbformat
 import pytest
 
 from autograder.authoring import demo
-from autograder.grading import export
-from autograder.grading.pipeline import Options, grade_class
+from autograder.grading import grades_csv
+from autograder.grading.pipeline import grade_class
+from autograder.runfolder import GRADES_COLUMNS
+from autograder.settings import GradingSettings
 from tests import notebooks
 
 pytestmark = pytest.mark.grading
@@ -32,8 +34,8 @@ def graded(tmp_path_factory):
     (submissions / "broken").mkdir()
     (submissions / "broken" / f"{ASSIGNMENT}.ipynb").write_text('{"cells": [', encoding="utf-8")
     before = {p: p.read_bytes() for p in submissions.rglob("*") if p.is_file()}
-    result = grade_class(ASSIGNMENT, source, submissions, root / "out", options=Options(timeout=120, workers=2))
-    export.write_csv(result)
+    result = grade_class(ASSIGNMENT, source, submissions, root / "out", settings=GradingSettings(timeout=120, workers=2))
+    grades_csv.write_csv(result)
     after = {p: p.read_bytes() for p in submissions.rglob("*") if p.is_file()}
     return {"result": result, "rows": {row.student_id: row for row in result.rows},
             "unchanged": before == after, "out": root / "out"}
@@ -68,7 +70,7 @@ def test_grades_csv_has_the_columns_and_a_row_per_student(graded):
     with (graded["out"] / "grades.csv").open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert [row["student_id"] for row in rows] == ["blank", "broken", "slowpoke", "solution"]
-    assert set(export.COLUMNS) <= set(rows[0]) and {"test_double", "test_profile", "test_noise"} <= set(rows[0])
+    assert set(GRADES_COLUMNS) <= set(rows[0]) and {"test_double", "test_profile", "test_noise"} <= set(rows[0])
 
 
 def test_feedback_has_no_hidden_test(graded):

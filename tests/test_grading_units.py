@@ -99,6 +99,11 @@ def test_the_status_is_decided_in_one_place_from_the_run_and_the_tamper_findings
         (Outcome(2.0, result=WorkerResult(nbgrader_failure="cell 3: SyntaxError")), Status.ERROR,
          "cell 3: SyntaxError", False),
         (Outcome(2.0, result=WorkerResult(timed_out_cell="abc")), Status.TIMEOUT, "cell abc ran past the time limit", False),
+        # nothing the worker met is swallowed: a gradebook failure fails the row, a feedback failure is its reason
+        (Outcome(2.0, result=WorkerResult(gradebook_failure="the gradebook failed: OperationalError: gone")),
+         Status.ERROR, "the gradebook failed: OperationalError: gone", False),
+        (Outcome(2.0, result=WorkerResult(score=3, max_score=3, feedback_failure="TemplateNotFound: index.html.j2")),
+         Status.GRADED, "no feedback page: TemplateNotFound: index.html.j2", True),
     ]
     for outcome, status, reason, keeps in cases:
         decision = decide(outcome, clean, 25, 1.5, 64)
@@ -129,6 +134,7 @@ def test_inject_profile_puts_the_profile_after_the_parameters_cell_and_drops_a_s
     import nbformat
 
     from autograder.nbgrader_setup.preprocessors import InjectProfile
+    from autograder.settings import GradingSettings
     from course import syllabus
 
     assignment_id = "00_gpu_setup"
@@ -140,7 +146,8 @@ def test_inject_profile_puts_the_profile_after_the_parameters_cell_and_drops_a_s
     notebook = nbformat.v4.new_notebook(cells=[trap, nbformat.v4.new_markdown_cell("text"), parameters,
                                                nbformat.v4.new_code_cell("print(REPEATS)")])
     notebook.metadata["kernelspec"] = {"name": "tf-course", "language": "python", "display_name": "x"}
-    done, _ = InjectProfile(profile="grade").preprocess(notebook, {"nbgrader": {"assignment": assignment_id}})
+    settings = GradingSettings(profile="grade").as_config()
+    done, _ = InjectProfile(config=settings).preprocess(notebook, {"nbgrader": {"assignment": assignment_id}})
     tags = [cell.metadata.get("tags", []) for cell in done.cells]
     assert tags == [[], ["parameters"], ["injected-parameters"], []], tags
     injected = done.cells[2].source

@@ -156,7 +156,7 @@ EXPECTED = {
 def test_the_run_exits_0_and_every_student_has_a_row(hostile):
     assert hostile["done"].returncode == 0, hostile["done"].stdout[-3000:] + hostile["done"].stderr[-3000:]
     # every kernel had a bwrap sandbox of its own
-    assert "kernel sandbox: bwrap, one per student" in hostile["done"].stdout, hostile["done"].stdout[:2000]
+    assert "INFO autograder: kernel sandbox: bwrap, one per student" in hostile["done"].stderr, hostile["done"].stderr[:2000]
     assert set(hostile["rows"]) == set(EXPECTED)
 
 

@@ -82,5 +82,5 @@ def test_oversize_notebook_is_rejected(tmp_path, monkeypatch, valid_bytes):
 
 
 def test_missing_folder_is_an_error_of_the_run(tmp_path):
-    with pytest.raises(NotADirectoryError):
+    with pytest.raises(intake.IntakeError, match="does not exist"):
         intake.read_class(tmp_path / "nope", NAME)

@@ -87,7 +87,8 @@ def test_grading_stops_before_any_work_on_a_bad_times_file(tmp_path):
     comes before nbgrader generates anything)."""
     import nbformat
 
-    from autograder.grading.pipeline import GradingError, Options, grade_class
+    from autograder.grading.pipeline import grade_class
+    from autograder.settings import GradingSettings
     from tests import notebooks
 
     source = tmp_path / "source" / "ps1"
@@ -96,9 +97,9 @@ def test_grading_stops_before_any_work_on_a_bad_times_file(tmp_path):
     (tmp_path / "subs" / "ann").mkdir(parents=True)
     nbformat.write(notebooks.tiny_assignment(), tmp_path / "subs" / "ann" / "ps1.ipynb")
     (tmp_path / "times.csv").write_text("student_id,submitted_at\nann,2027-01-17 noon\n")
-    with pytest.raises(GradingError, match="times.csv line 2"):
+    with pytest.raises(TermError, match="times.csv line 2"):
         grade_class("ps1", source, tmp_path / "subs", tmp_path / "out",
-                    options=Options(submitted_at=tmp_path / "times.csv"), progress=lambda line: None)
+                    settings=GradingSettings(submitted_at=str(tmp_path / "times.csv")), progress=lambda line: None)
     assert not (tmp_path / "out" / "course-0").exists()
 
 

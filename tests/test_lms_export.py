@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading import export as grades_csv
+from autograder.grading import grades_csv
 from autograder.grading.results import ClassResult, Row
 from autograder.grading.status import Status
-from autograder.lms import export, roster
+from autograder.lms import grade_import as export, roster
+from autograder.runfolder import read_grades
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,6 +42,10 @@ def row(student: str, score: float, *, notebook: str = "01_session_vs_eager.ipyn
                status=status, reason=reason)
 
 
+def read_grades_of(path: Path):
+    return export.grades_of(read_grades(path))
+
+
 def read_csv(path: Path) -> list[list[str]]:
     with path.open(newline="", encoding="utf-8") as handle:
         return list(csv.reader(handle))
@@ -53,7 +58,7 @@ def write_roster(tmp_path: Path, text: str) -> Path:
 
 
 def test_canvas_import_keeps_the_export_layout_and_the_existing_assignment_column(tmp_path):
-    grades, max_score = export.read_grades(grades_file(tmp_path, [row("101", 12.5), row("103", 16)],
+    grades, max_score = read_grades_of(grades_file(tmp_path, [row("101", 12.5), row("103", 16)],
                                                        {"01_session_vs_eager.ipynb": 16}))
     students = roster.read(write_roster(tmp_path, CANVAS_ROSTER), "ID")
     target = export.write(students, grades, max_score, "01_session_vs_eager", "canvas", tmp_path / "canvas.csv")
@@ -67,7 +72,7 @@ def test_canvas_import_keeps_the_export_layout_and_the_existing_assignment_colum
 
 
 def test_missing_blank_leaves_the_cell_empty_and_a_new_column_is_named_after_the_assignment(tmp_path):
-    grades, max_score = export.read_grades(grades_file(tmp_path, [row("101", 3)], {"01_session_vs_eager.ipynb": 16}))
+    grades, max_score = read_grades_of(grades_file(tmp_path, [row("101", 3)], {"01_session_vs_eager.ipynb": 16}))
     plain = CANVAS_ROSTER.replace(",01_session_vs_eager (4711)", "").replace(",16,(read only)", ",(read only)")
     plain = plain.replace(",,\n", ",\n")
     students = roster.read(write_roster(tmp_path, plain), "ID")
@@ -83,12 +88,12 @@ def test_the_grade_is_the_penalised_score_summed_over_the_notebooks(tmp_path):
     late.raw_score, late.penalty = 8, 2
     path = grades_file(tmp_path, [late, row("101", 5, notebook="b.ipynb", max_score=6)],
                        {"a.ipynb": 10, "b.ipynb": 6})
-    grades, max_score = export.read_grades(path)
+    grades, max_score = read_grades_of(path)
     assert grades["101"] == export.Grade(11, 16) and max_score == 16
 
 
 def test_moodle_import_has_the_rosters_user_columns_and_one_grade_column(tmp_path):
-    grades, max_score = export.read_grades(grades_file(tmp_path, [row("grace@example.org", 9)],
+    grades, max_score = read_grades_of(grades_file(tmp_path, [row("grace@example.org", 9)],
                                                        {"01_session_vs_eager.ipynb": 16}))
     students = roster.read(write_roster(tmp_path, MOODLE_ROSTER), "Email address")
     target = export.write(students, grades, max_score, "01_session_vs_eager", "moodle", tmp_path / "m.csv")
@@ -100,7 +105,7 @@ def test_moodle_import_has_the_rosters_user_columns_and_one_grade_column(tmp_pat
 
 
 def test_a_graded_student_missing_from_the_roster_writes_nothing_and_is_named(tmp_path):
-    grades, max_score = export.read_grades(grades_file(tmp_path, [row("101", 1), row("999", 2), row("998", 2)],
+    grades, max_score = read_grades_of(grades_file(tmp_path, [row("101", 1), row("999", 2), row("998", 2)],
                                                        {"01_session_vs_eager.ipynb": 16}))
     students = roster.read(write_roster(tmp_path, CANVAS_ROSTER), "ID")
     with pytest.raises(export.ExportError, match="2 graded student.*998, 999"):
@@ -123,7 +128,7 @@ def test_a_row_the_grader_failed_blocks_the_export(tmp_path):
     path = grades_file(tmp_path, [row("101", 0, status=Status.ERROR, reason="grading crashed: boom"), row("102", 3)],
                        {"01_session_vs_eager.ipynb": 16})
     with pytest.raises(export.ExportError, match="101 has status error .*re-grade it first"):
-        export.read_grades(path)
+        read_grades_of(path)
 
 
 def cli_export(grades: Path, roster_path: Path, target: Path, fmt: str = "canvas") -> subprocess.CompletedProcess:
@@ -178,7 +183,7 @@ def test_a_grade_export_is_no_worksheet(tmp_path):
     grades = grades_file(tmp_path, [row("ada@example.org", 12)], {"01_session_vs_eager.ipynb": 16})
     (tmp_path / "moodle.csv").write_text(MOODLE_ROSTER)
     students = roster.read(tmp_path / "moodle.csv", "Email address")
-    grades_read, max_score = export.read_grades(grades)
+    grades_read, max_score = read_grades_of(grades)
     with pytest.raises(export.ExportError, match="not a Moodle grading worksheet: no column Identifier"):
         export.write(students, grades_read, max_score, "01_session_vs_eager", "moodle-worksheet", tmp_path / "x.csv")
 

@@ -133,5 +133,5 @@ def test_a_moodle_download(tmp_path, valid_bytes):
 def test_a_zip_that_is_no_lms_download_is_an_error_of_the_run(tmp_path, valid_bytes):
     source = tmp_path / "class.zip"
     source.write_bytes(_zip_bytes({"ada/00_gpu_setup.ipynb": valid_bytes}))
-    with pytest.raises(NotADirectoryError, match="neither Canvas's naming"):
+    with pytest.raises(intake.IntakeError, match="neither Canvas's naming"):
         intake.read_class(source, NAME)

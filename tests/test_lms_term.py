@@ -18,7 +18,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.grading.cache import safe_id
-from autograder.grading.formgrade import course_dir
+from autograder.runfolder import RunFolder
 from autograder.nbgrader_setup.config import COURSE_ID
 from autograder.nbgrader_setup.workspace import Workspace
 from tests import notebooks
@@ -101,7 +101,7 @@ def canvas(course):
     rows_before = grades(out) if first.returncode == 0 else {}
     prepared = run("formgrade", ASSIGNMENT, "--grades-dir", str(out), "--prepare-only", cwd=root)
     if prepared.returncode == 0:   # the formgrader's Manual Grading page writes these two fields
-        with Gradebook(f"sqlite:///{course_dir(out) / 'gradebook.db'}", COURSE_ID) as gradebook:
+        with Gradebook(f"sqlite:///{RunFolder(out).formgrade_dir / 'gradebook.db'}", COURSE_ID) as gradebook:
             gradebook.find_grade("written_why", "ps1", ASSIGNMENT, safe_id("12345")).manual_score = 2
             gradebook.find_comment("written_why", "ps1", ASSIGNMENT, safe_id("12345")).manual_comment = "clear"
             gradebook.db.commit()
@@ -199,7 +199,7 @@ def test_a_moodle_class_from_download_to_worksheet_and_feedback(course):
     assert grades(out)["1001"]["status"] == "needs_manual_grade"
     prepared = run("formgrade", ASSIGNMENT, "--grades-dir", str(out), "--prepare-only", cwd=root)
     assert prepared.returncode == 0, prepared.stderr
-    with Gradebook(f"sqlite:///{course_dir(out) / 'gradebook.db'}", COURSE_ID) as gradebook:
+    with Gradebook(f"sqlite:///{RunFolder(out).formgrade_dir / 'gradebook.db'}", COURSE_ID) as gradebook:
         gradebook.find_grade("written_why", "ps1", ASSIGNMENT, safe_id("1001")).manual_score = 1.5
         gradebook.db.commit()
     done = grade("--force")

@@ -17,7 +17,7 @@ from nbformat import v4
 from nbgrader.api import Gradebook
 
 from autograder.grading.cache import safe_id
-from autograder.grading.formgrade import course_dir
+from autograder.runfolder import RunFolder
 from autograder.nbgrader_setup.config import COURSE_ID
 from autograder.nbgrader_setup.workspace import Workspace
 from tests import notebooks
@@ -128,14 +128,14 @@ def test_a_formgrader_grade_is_read_back_and_survives_force(graded):
     done = run("formgrade", ASSIGNMENT, "--grades-dir", str(out), "--prepare-only", cwd=root)
     assert done.returncode == 0, done.stderr
     assert "2 written answers to grade" in done.stdout      # ann's and cy's: the file's grade is not the formgrader's
-    gradebook_url = f"sqlite:///{course_dir(out) / 'gradebook.db'}"
+    gradebook_url = f"sqlite:///{RunFolder(out).formgrade_dir / 'gradebook.db'}"
     with Gradebook(gradebook_url, COURSE_ID) as gradebook:
         ann = safe_id("ann")        # nbgrader knows students by their safe id, the real one is lms_user_id
         assert gradebook.find_student(ann).lms_user_id == "ann"
         grade = gradebook.find_grade("written_why", "ps1", ASSIGNMENT, ann)
         assert grade.needs_manual_grade and grade.auto_score is None
         assert gradebook.find_grade("test_scale", "ps1", ASSIGNMENT, ann).auto_score == 3
-        assert (course_dir(out) / "autograded" / ann / ASSIGNMENT / "ps1.ipynb").exists()
+        assert (RunFolder(out).formgrade_dir / "autograded" / ann / ASSIGNMENT / "ps1.ipynb").exists()
         # what the formgrader's Manual Grading page writes (tests/browser does it through the page)
         grade.manual_score = 1.5
         gradebook.find_comment("written_why", "ps1", ASSIGNMENT, ann).manual_comment = "right, but why 2?"

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading.pipeline import Options, grade_class
+from autograder.grading.pipeline import grade_class
+from autograder.settings import GradingSettings
 
 pytestmark = pytest.mark.grading
 
@@ -28,7 +29,7 @@ def test_scores_match_nbgrader(tmp_path):
     for student in EXPECTED:
         (submissions / student).mkdir(parents=True)
         shutil.copyfile(FIXTURES / f"submitted-{student}.ipynb", submissions / student / "p1.ipynb")
-    result = grade_class("ps1", source, submissions, tmp_path / "out", options=Options(timeout=120, workers=2))
+    result = grade_class("ps1", source, submissions, tmp_path / "out", settings=GradingSettings(timeout=120, workers=2))
     scores = {row.student_id: (row.score, row.max_score) for row in result.rows}
     assert scores == {student: (points, 7) for student, points in EXPECTED.items()}
     statuses = {row.student_id: row.status for row in result.rows}

@@ -181,6 +181,8 @@ VALIDATED = [assignment_id for assignment_id in PRESENT if assignment_id == "01_
 
 
 @pytest.mark.parametrize("assignment_id", VALIDATED)
+@pytest.mark.kernel
+@pytest.mark.tensorflow
 def test_nbgrader_validate_invert_the_student_version_fails_its_tests(assignment_id, tmp_path):
     """`nbgrader validate --invert` succeeds only when every test cell fails on the blank release.
     The release runs with the ci profile injected (as a student's copy does in the browser tests):

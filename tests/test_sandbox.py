@@ -28,6 +28,7 @@ def submission(tmp_path):
     return tmp_path, work
 
 
+@pytest.mark.kernel
 def test_the_kernel_sees_its_own_files_and_the_course_package_only(submission):
     base, work = submission
     out = run_cells([
@@ -46,6 +47,7 @@ def test_the_kernel_sees_its_own_files_and_the_course_package_only(submission):
     assert out[5].strip() == "True"
 
 
+@pytest.mark.kernel
 def test_the_kernel_cannot_write_outside_its_scratch_folder_or_reach_the_network(submission):
     base, work = submission
     out = run_cells([
@@ -66,6 +68,7 @@ def test_the_kernel_cannot_write_outside_its_scratch_folder_or_reach_the_network
     assert out[4].strip() in ("0", "refused 2", "refused 13"), f"/etc/shadow is readable: {out[4][:80]}"
 
 
+@pytest.mark.kernel
 def test_a_cell_past_its_timeout_is_interrupted_not_left_running(submission):
     _, work = submission
     with pytest.raises(CellTimeoutError):
@@ -111,6 +114,7 @@ def test_the_sandbox_command_carries_every_limit(tmp_path):
     assert confine[confine.index("--", 4) + 1:] == ["python", "-m", "ipykernel_launcher", "-f", "c.json"]
 
 
+@pytest.mark.kernel
 def test_the_kernel_runs_under_the_limits_it_was_given(submission):
     """Inside a real sandbox: the rlimits confine.py set, the tmpfs sizes, and what happens past them
     (a full /tmp says ENOSPC, a file past the size limit EFBIG even when sparse; RLIMIT_NPROC is set, though the kernel
@@ -133,6 +137,7 @@ def test_the_kernel_runs_under_the_limits_it_was_given(submission):
     assert out[3].split()[0] == "ENOSPC" and int(out[3].split()[1]) < 8
 
 
+@pytest.mark.kernel
 def test_a_kernel_past_its_cpu_time_dies(submission):
     """RLIMIT_CPU holds for root too: a spinning cell ends the kernel instead of running on."""
     from nbclient.exceptions import DeadKernelError

@@ -4,6 +4,8 @@ the reference solution, one wrote an unrelated answer, one left the release as i
 
 from __future__ import annotations
 
+import logging
+
 import csv
 import json
 import os
@@ -240,28 +242,31 @@ def _submission(student: str, notebook) -> "object":
     return Submission(student, f"{student}/{NAME}", notebook_bytes=nbformat.writes(notebook).encode())
 
 
-def test_the_pipeline_compares_readable_submissions_and_a_failure_changes_nothing(monkeypatch, tmp_path):
-    from autograder.grading import pipeline
+def test_the_pipeline_compares_readable_submissions_and_a_failure_changes_nothing(monkeypatch, tmp_path, caplog):
+    from autograder.grading import lateness, pipeline
     from autograder.grading.intake import Submission
+    from autograder.runfolder import RunFolder
 
     students = [_submission(student, nb) for student, nb in the_class().items()]
     students.append(Submission("mallory", "mallory.zip", problem="not a valid notebook: broken"))
-    notebook = pipeline._Notebook({}, students, None)
     nbformat.write(SOURCE, tmp_path / NAME)
-    said = []
-    found = pipeline._similar({NAME: notebook}, {NAME: RELEASE}, {NAME: tmp_path / NAME}, said.append)
+    notebook = pipeline._Notebook(tmp_path / NAME, {}, students, None)
+    graded = pipeline._Class("ps1", tmp_path, RunFolder(tmp_path), {NAME: notebook}, lateness.Term(), [])
+    with caplog.at_level(logging.INFO, logger="autograder"):
+        found = pipeline._similar(graded, {NAME: RELEASE})
     assert len(found) == 1 and found[0].students == 6, "mallory's unreadable submission is not compared"
     assert [(pair.student_a, pair.student_b) for pair in found[0].pairs] == [("alice", "bob")]
-    assert said == ["similarity: 1 similar pairs among 6 readable submissions"]
+    assert [record.getMessage() for record in caplog.records] == ["similarity: 1 similar pairs among 6 readable submissions"]
 
     def broken(*args, **kwargs):
         raise ValueError("copydetect fell over")
 
     monkeypatch.setattr(similarity, "compare_class", broken)
-    said.clear()
-    failed = pipeline._similar({NAME: notebook}, {NAME: RELEASE}, {NAME: tmp_path / NAME}, said.append)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="autograder"):
+        failed = pipeline._similar(graded, {NAME: RELEASE})
     assert (failed[0].students, failed[0].pairs, failed[0].problem) == (6, [], "ValueError: copydetect fell over")
-    assert "not computed" in said[0]
+    assert caplog.records[0].levelname == "WARNING" and "not computed" in caplog.records[0].getMessage()
 
 
 def test_the_report_shows_the_pairs_escaped_and_says_when_there_is_nothing_to_compare(tmp_path):

@@ -25,6 +25,7 @@ import pytest
 from course import calibration, gpu, grading, loader
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.tensorflow  # the test cells run with TensorFlow and Keras in this process
 
 
 def run_test_cell(source: str, namespace: dict) -> float | None:

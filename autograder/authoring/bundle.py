@@ -29,6 +29,7 @@ import tomli_w
 import yaml
 from packaging.requirements import Requirement
 
+from autograder.errors import AutograderError
 from course.layout import Layout
 
 INSTRUCTOR_ONLY = ("nbval", "pytest", "pytest-xdist", "distributed", "psycopg2-binary", "playwright", "uv", "tomli-w")
@@ -42,7 +43,7 @@ README = Path(__file__).with_name("student_readme.md")
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 
-class BundleError(RuntimeError):
+class BundleError(AutograderError):
     pass
 
 

@@ -8,8 +8,6 @@ summary table on the terminal. Assignments not written yet are listed as missing
 
 from __future__ import annotations
 
-import csv
-
 import os
 import shutil
 import subprocess
@@ -23,7 +21,8 @@ import nbformat
 from course import gpu, runner, syllabus
 from course.layout import Layout
 from autograder.authoring import demo, release
-from autograder.grading import pages
+from autograder import pages
+from autograder.runfolder import BuildFolder, RunFolder, Status, read_grades, read_max_points
 
 
 @dataclass
@@ -92,12 +91,13 @@ def _shown(layout: Layout, path: Path | None) -> str:
         return str(path)
 
 
-def grade_command(assignment: str, out: Path, profile: str) -> list[str]:
-    """`autograder grade` for the demo class in `out`: one worker (it runs beside the notebooks'
+def grade_command(assignment: str, build: BuildFolder, profile: str) -> list[str]:
+    """`autograder grade` for the demo class in `build`: one worker (it runs beside the notebooks'
     execution); under the gpu profile as a GPU class is graded, with the gpu sizes (other profiles
     grade with the `grade` profile, the command's default)."""
     command = [sys.executable, "-m", "autograder.cli", "grade", assignment, "--submissions",
-               str(out / "submissions"), "--out", str(out / "grading"), "--workers", "1", "--force"]
+               str(build.demo_submissions(assignment)), "--out", str(build.demo_grading(assignment).root),
+               "--workers", "1", "--force"]
     if profile == "gpu":
         command += ["--profile", "gpu"]
     return command
@@ -110,18 +110,19 @@ class DemoGrading:
 
     def __init__(self, layout: Layout, line: Line, profile: str = "ci"):
         self.layout, self.line = layout, line
-        self.out = layout.build / "demo" / line.assignment
-        self.log = line.grade_log = self.out / "grade.log"
+        self.build = BuildFolder(layout.build)
+        self.out = self.build.demo(line.assignment)
+        self.log = line.grade_log = self.build.demo_log(line.assignment)
         self.process: subprocess.Popen | None = None
         if not layout.release_notebook(line.assignment).exists():
             line.problems.append("no release notebook to grade: run `make release`")
             return
         shutil.rmtree(self.out, ignore_errors=True)
         demo.write_class(layout.source_notebook(line.assignment), layout.release_notebook(line.assignment),
-                         self.out / "submissions")
+                         self.build.demo_submissions(line.assignment))
         with self.log.open("wb") as handle:
             self.process = subprocess.Popen(
-                grade_command(line.assignment, self.out, profile), cwd=layout.root, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                grade_command(line.assignment, self.build, profile), cwd=layout.root, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"))
 
     def finish(self) -> str:
@@ -137,29 +138,28 @@ class DemoGrading:
         return "\n".join([text, *(f"    ! {problem}" for problem in line.problems)])
 
     def _read(self, returncode: int) -> None:
-        line, grades = self.line, self.out / "grading" / "grades.csv"
-        if returncode != 0 or not grades.exists():
+        line, run = self.line, self.build.demo_grading(self.line.assignment)
+        if returncode != 0 or not run.grades_csv.exists():
             tail = self.log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or ["no output"]
             line.problems.append(f"`autograder grade` exited with {returncode}: {tail[0][:200]} "
                                  f"(see {_shown(self.layout, self.log)})")
             return
-        with grades.open(newline="", encoding="utf-8") as handle:
-            rows = {row["student_id"]: row for row in csv.DictReader(handle)}
-        with (grades.parent / "max_points.csv").open(newline="", encoding="utf-8") as handle:
-            maxima = {row["column"]: float(row["max_points"]) for row in csv.DictReader(handle)}
+        rows = {row.student_id: row for row in read_grades(run.grades_csv)}
+        maxima = read_max_points(run.max_points_csv)
         solution, blank = rows["solution"], rows["blank"]
         # the solution's written answers (the model answers typed in) wait for a hand grade: their
         # cells stay empty and their points are not in the score
-        by_hand = (sum(points for column, points in maxima.items() if solution.get(column) == "")
-                   if solution["status"] == "needs_manual_grade" else 0.0)
-        line.solution_score = f"{solution['score']}/{solution['max_score']}" + (f" (+{by_hand:g} by hand)" if by_hand else "")
-        line.blank_score = f"{blank['score']}/{blank['max_score']}"
-        if (solution["status"] not in ("graded", "needs_manual_grade")
-                or float(solution["score"]) + by_hand != float(solution["max_score"])
-                or float(solution["max_score"]) == 0):
-            line.problems.append(f"the solution got {line.solution_score} ({solution['status']} "
-                                 f"{solution['reason']})".strip() + f" (see {_shown(self.layout, self.log)})")
-        if float(blank["score"]) != 0:
+        by_hand = (sum(points for column, points in maxima.items()
+                       if column in solution.cells and solution.cells[column] is None)
+                   if solution.status == Status.NEEDS_MANUAL_GRADE else 0.0)
+        line.solution_score = (f"{solution.score:g}/{solution.max_score:g}"
+                               + (f" (+{by_hand:g} by hand)" if by_hand else ""))
+        line.blank_score = f"{blank.score:g}/{blank.max_score:g}"
+        if (solution.status not in (Status.GRADED, Status.NEEDS_MANUAL_GRADE)
+                or solution.score + by_hand != solution.max_score or solution.max_score == 0):
+            line.problems.append(f"the solution got {line.solution_score} ({solution.status} "
+                                 f"{solution.reason})".strip() + f" (see {_shown(self.layout, self.log)})")
+        if blank.score != 0:
             line.problems.append(f"the blank release got {line.blank_score}, expected 0")
 
 
@@ -179,7 +179,7 @@ def _links(line: Line, report: Path) -> list[tuple[str, str]]:
     the kernel's own log, the demo grading's log and report."""
     found = {"notebook": line.kernel_log and line.kernel_log.with_name(f"{line.assignment}.html"),
              "kernel log": line.kernel_log, "grading log": line.grade_log,
-             "grading report": line.grade_log and line.grade_log.parent / "grading" / "report.html"}
+             "grading report": line.grade_log and RunFolder(line.grade_log.parent / "grading").report_html}
     return [(name, os.path.relpath(path, report.parent)) for name, path in found.items() if path and path.exists()]
 
 

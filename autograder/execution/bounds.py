@@ -13,9 +13,14 @@ from __future__ import annotations
 import subprocess
 import time
 from dataclasses import dataclass
+from typing import Callable
+
 import psutil
 
 POLL_SECONDS = 0.25
+# the tree is walked again every this many polls (a new process counts within a second); between two
+# walks the memory and tasks of the processes already known are measured
+TREE_EVERY = 4
 
 
 @dataclass(frozen=True)
@@ -59,14 +64,32 @@ def kill_tree(processes: list[psutil.Process]) -> None:
     psutil.wait_procs(processes, timeout=5)
 
 
-def _watch(root: psutil.Process, exited, start: float, timeout: float, memory_bytes: int,
-           tasks: int) -> tuple[bool, bool, bool, int]:
-    """Poll `root`'s tree until `exited()`; kill it past the bounds. (timed out, memory exceeded,
-    tasks exceeded, peak bytes)"""
-    peak, known = 0, [root]
+@dataclass(frozen=True)
+class Watched:
+    """Which bound the watchdog enforced on a tree, and its peak resident memory."""
+    timed_out: bool = False
+    memory_exceeded: bool = False
+    tasks_exceeded: bool = False
+    peak_bytes: int = 0
+
+    @property
+    def killed(self) -> bool:
+        return self.timed_out or self.memory_exceeded or self.tasks_exceeded
+
+
+def watch(root: psutil.Process, finished: Callable[[float], bool], *, start: float, timeout: float,
+          memory_bytes: int, tasks: int) -> Watched:
+    """Poll `root`'s tree until `finished(seconds)` (which waits at most that long for the end of what
+    is watched) says it is done; past `timeout` seconds after `start` (time.monotonic()),
+    `memory_bytes` of RSS or `tasks` processes and threads, kill the whole tree, `root` included.
+    Either way, nothing `root` started outlives the watch: its remaining descendants are killed, and
+    `root` itself is left alone when it finished (a long-lived worker between two jobs)."""
+    peak, known, polls = 0, [root], 0
     timed_out = memory_exceeded = tasks_exceeded = False
-    while not exited():
-        known = _tree(root) or known[:1]
+    while not finished(POLL_SECONDS):
+        if polls % TREE_EVERY == 0:   # finding the descendants reads every process of the machine
+            known = _tree(root) or known[:1]
+        polls += 1
         rss, count = _usage(known)
         peak = max(peak, rss)
         if peak > memory_bytes:
@@ -78,10 +101,9 @@ def _watch(root: psutil.Process, exited, start: float, timeout: float, memory_by
         if timed_out or memory_exceeded or tasks_exceeded:
             kill_tree(_tree(root) or known)
             break
-        time.sleep(POLL_SECONDS)
-    # the worker may exit and leave a kernel behind: nothing of this run outlives it
-    kill_tree([process for process in known[1:] if process.is_running()])
-    return timed_out, memory_exceeded, tasks_exceeded, peak
+    leftovers = {process.pid: process for process in [*known[1:], *_tree(root)[1:]]}
+    kill_tree([process for process in leftovers.values() if process.is_running()])
+    return Watched(timed_out, memory_exceeded, tasks_exceeded, peak)
 
 
 def _tail(stderr_path: str | None) -> str:
@@ -103,8 +125,16 @@ def run_bounded(command: list[str], *, timeout: float, memory_bytes: int, tasks:
     finally:
         if stderr_path:
             stderr.close()
-    timed_out, memory_exceeded, tasks_exceeded, peak = _watch(
-        psutil.Process(child.pid), lambda: child.poll() is not None, start, timeout, memory_bytes, tasks)
+    watched = watch(psutil.Process(child.pid), lambda seconds: _exited(child, seconds), start=start,
+                    timeout=timeout, memory_bytes=memory_bytes, tasks=tasks)
     returncode = child.wait()
-    return Bounded(returncode, time.monotonic() - start, timed_out, memory_exceeded, tasks_exceeded, peak,
-                   _tail(stderr_path))
+    return Bounded(returncode, time.monotonic() - start, watched.timed_out, watched.memory_exceeded,
+                   watched.tasks_exceeded, watched.peak_bytes, _tail(stderr_path))
+
+
+def _exited(child: subprocess.Popen, seconds: float) -> bool:
+    try:
+        child.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return False
+    return True

@@ -10,44 +10,47 @@ of every student gets a fresh sandbox, built here on `LocalProvisioner`'s public
   sockets in it (`transport = "ipc"`), so the sandbox needs no network;
 - `launch_kernel`: the submission's folder staged without its notebooks, and the kernel command
   wrapped by `sandbox.command`;
-- `cleanup`: the private folder removed.
+- `cleanup`: the private folder removed, and the kernel's lifetime (launch to cleanup) logged at
+  DEBUG with the record's `kernel_seconds` (the worker adds them up: the kernel's own time on a job).
 
-Its settings are traits (`c.SandboxProvisioner.mode`, `disk_bytes`, `tasks`, `cpu_seconds`), set by
-`autograder.nbgrader_setup.config.configure`; the kernel manager hands its configuration on to it.
+Its settings are the grading settings' (`autograder.settings.GradingSettings`: `sandbox`,
+`disk_limit`, `task_limit`, `cpu_limit`), read from the configuration the kernel manager hands on
+to it (`c.GradingSettings.<name>`), so there is one record of them from the command line to here.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning import LocalProvisioner
-from traitlets import Enum, Int
 
 from autograder.execution import sandbox
+from autograder.settings import GradingSettings
+
+LIFETIME_LOG = logging.getLogger(__name__)
 
 
 class SandboxProvisioner(LocalProvisioner):  # type: ignore[misc]
-    mode = Enum(sandbox.MODES, default_value="auto", config=True,
-                help="bwrap: every kernel in a sandbox (fail when bwrap cannot start one); none: no sandbox; "
-                     "auto: bwrap where it works")
-    disk_bytes = Int(sandbox.Limits.disk_bytes, config=True,
-                     help="size of the sandbox's /tmp (its working folder) and /dev/shm, and its largest file")
-    tasks = Int(sandbox.Limits.tasks, config=True, help="processes and threads the kernel may have")
-    cpu_seconds = Int(sandbox.Limits.cpu_seconds, config=True, help="CPU seconds per process; 0: no limit")
-
     folder: tempfile.TemporaryDirectory | None = None
+    launched: float | None = None     # time.monotonic() at the kernel's launch
+
+    @property
+    def settings(self) -> GradingSettings:
+        return GradingSettings(parent=self)
 
     @property
     def sandboxed(self) -> bool:
-        return sandbox.mode(self.mode) == "bwrap"
+        return sandbox.mode(self.settings.sandbox) == "bwrap"
 
     @property
     def limits(self) -> sandbox.Limits:
-        return sandbox.Limits(disk_bytes=self.disk_bytes, tasks=self.tasks, cpu_seconds=self.cpu_seconds)
+        return self.settings.limits
 
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         if self.sandboxed and self.folder is None:
@@ -66,6 +69,7 @@ class SandboxProvisioner(LocalProvisioner):  # type: ignore[misc]
             cmd = sandbox.command(cmd, files=files, sockets=folder / "sockets", limits=self.limits,
                                   read_only=(Path(self.parent.connection_file).resolve(),))
             kwargs["cwd"] = str(folder)
+        self.launched = time.monotonic()
         return await super().launch_kernel(cmd, **kwargs)
 
     async def cleanup(self, restart: bool = False) -> None:
@@ -73,3 +77,7 @@ class SandboxProvisioner(LocalProvisioner):  # type: ignore[misc]
         if self.folder is not None and not restart:
             self.folder.cleanup()
             self.folder = None
+        if self.launched is not None and not restart:
+            seconds = time.monotonic() - self.launched
+            self.launched = None
+            LIFETIME_LOG.debug("kernel %s lived %.2f s", self.kernel_id, seconds, extra={"kernel_seconds": seconds})

@@ -25,7 +25,7 @@ kernels, the submissions folder or the home folder. The residual risk is written
 
 The mode (`auto`: bwrap when it works, else none, and the driver says so; `bwrap`: grading fails
 with a clear message when it cannot start; `none`: no sandbox, for machines without user namespaces)
-is the provisioner's `mode` trait, set by `autograder.nbgrader_setup.config`.
+is the grading settings' `sandbox` (`autograder.settings.GradingSettings`), which the provisioner reads.
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from dataclasses import dataclass
 from pathlib import Path
 
 import course
+from autograder.errors import AutograderError
+from autograder.settings import SANDBOX_MODES, Limits
 
 BWRAP = "bwrap"
-MODES = ("auto", "bwrap", "none")
 # inside the sandbox: the kernel's working folder and home, the student's files as staged outside
 # (read-only), and the script that sets the limits and copies them before the kernel starts
 WORK = Path("/tmp/work")
@@ -59,7 +59,7 @@ MASKED = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/
 GPU_DEVICES = ("nvidia*", "dri")
 
 
-class SandboxUnavailable(RuntimeError):
+class SandboxUnavailable(AutograderError):
     """`bwrap` was demanded but cannot start a sandbox on this machine."""
 
 
@@ -82,8 +82,8 @@ def probe() -> str | None:
 def mode(wanted: str = "auto") -> str:
     """The sandbox kernels will get for the `wanted` mode: 'bwrap' or 'none'."""
     wanted = (wanted or "auto").strip().lower()
-    if wanted not in MODES:
-        raise SandboxUnavailable(f"sandbox mode {wanted!r}: expected one of {', '.join(MODES)}")
+    if wanted not in SANDBOX_MODES:
+        raise SandboxUnavailable(f"sandbox mode {wanted!r}: expected one of {', '.join(SANDBOX_MODES)}")
     if wanted == "none":
         return "none"
     problem = probe()
@@ -99,14 +99,6 @@ def describe(wanted: str = "auto") -> str:
                 "processes and CPU time; the grading workspace and other students are out of sight)")
     why = probe() if wanted != "none" else "--sandbox none"
     return f"kernel sandbox: NONE ({why}): student code can read the grading workspace"
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one kernel's sandbox may use besides memory and wall clock (the watchdog's)."""
-    disk_bytes: int = 2**30       # each of /tmp (the working folder) and /dev/shm; also the largest file
-    tasks: int = 1024             # processes and threads
-    cpu_seconds: int = 0          # CPU time per process; 0: none
 
 
 def _namespace_args() -> list[str]:

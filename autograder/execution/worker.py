@@ -1,9 +1,19 @@
-"""One submission graded in its own process: `python -m autograder.execution.worker JOB.json`.
+"""A grading worker: a long-lived process that grades one submission after another.
 
-The driver (`autograder.execution.jobs`) writes the job (a `protocol.WorkerJob`), runs this under
-`autograder.execution.bounds`, and reads `<job>.result.json` (a `protocol.WorkerResult`: facts,
-never a status). A crash, a hang or a memory blow-up of the student's kernel can only take this
-process down, never the class.
+    python -m autograder.execution.worker
+
+The driver (`autograder.execution.jobs.WorkerProcess`) starts one per slot, writes each job (a
+`protocol.WorkerJob`) to a job.json, and sends its path as a line on the worker's standard input; the
+worker runs nbgrader's autograde and feedback for it and answers with the path of the
+`<job>.result.json` it wrote (a `protocol.WorkerResult`: facts, never a status) on its standard output.
+It imports nbgrader once and serves jobs until its standard input closes. It never runs a student's
+code itself: nbgrader starts every submission's kernel, and the grading kernel spec's provisioner
+gives each its own sandbox (`autograder.execution.provisioner`). The driver watches the worker and its
+kernel under `autograder.execution.bounds`; a kernel's crash, hang or memory blow-up takes down at
+most this worker (the driver starts another), never the class.
+
+Nothing is swallowed here: a failure of nbgrader's autograde, of the gradebook or of the feedback page
+is written into the result with its reason, and becomes the row's reason.
 """
 
 from __future__ import annotations
@@ -15,95 +25,93 @@ import os
 import shutil
 import signal
 import sys
+import time
 from pathlib import Path
 
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 
-from autograder.nbgrader_setup.config import COURSE_ID
+from autograder.execution import provisioner
 from autograder.execution.protocol import WorkerJob, WorkerResult
 from autograder.nbgrader_setup import kernelspec
+from autograder.nbgrader_setup.log_capture import errors_logged, explain
 from autograder.nbgrader_setup.workspace import Workspace
 
 TIMEOUT_ERRORS = ("CellTimeoutError", "TimeoutError")
 PR_SET_PDEATHSIG = 1
+MAX_ANSWER_CHARS = 20000
+REASON_CHARS = 300
 
 
 @contextlib.contextmanager
-def captured_errors(records: list[str]):
-    """Collect the ERROR lines nbgrader logs while grading."""
-    handler = logging.Handler(level=logging.ERROR)
-    handler.emit = lambda record: records.append(record.getMessage())  # type: ignore[method-assign]
-    loggers = [logging.getLogger(name) for name in ("traitlets", "nbgrader")]
-    for logger in loggers:
-        logger.addHandler(handler)
+def kernel_lifetimes(seconds: list[float]):
+    """Append the lifetime of every kernel that ends inside the block to `seconds` (the provisioner
+    logs it when it cleans the kernel up)."""
+    handler = logging.Handler(level=logging.DEBUG)
+    handler.emit = lambda record: seconds.append(getattr(record, "kernel_seconds", 0.0))  # type: ignore[method-assign]
+    logger = provisioner.LIFETIME_LOG
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
     try:
         yield
     finally:
-        for logger in loggers:
-            logger.removeHandler(handler)
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
-def first_problem(records: list[str]) -> str:
-    for record in records:
-        text = record.strip()
-        if text and "Please see the error log" not in text and "There was an error processing" not in text:
-            return text.splitlines()[-1][:300]
-    return records[0].strip().splitlines()[-1][:300] if records else "nbgrader failed without a message"
-
-
-def timed_out_cell(autograded: Path) -> str | None:
-    if not autograded.exists():
-        return None
-    notebook = nbformat.read(autograded, as_version=4)
-    for cell in notebook.cells:
+def timed_out_cell(autograded) -> str | None:
+    """The id of the first cell of the autograded notebook (None: there is none) that nbgrader's cell
+    timeout interrupted."""
+    for cell in autograded.cells if autograded else []:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error" and output.get("ename") in TIMEOUT_ERRORS:
                 return cell.get("id", "?")
     return None
 
 
-MAX_ANSWER_CHARS = 20000
-
-
-def answers(autograded: Path, grade_ids: set[str]) -> dict[str, str]:
-    """The student's text in each of `grade_ids`' cells, for grading by hand."""
+def answers(autograded, grade_ids: set[str]) -> dict[str, str]:
+    """The student's text in each of `grade_ids`' cells of the autograded notebook, for grading by hand."""
     found = {grade_id: "" for grade_id in grade_ids}
-    if found and autograded.exists():
-        for cell in nbformat.read(autograded, as_version=4).cells:
-            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-            if grade_id in found:
-                found[grade_id] = cell.source[:MAX_ANSWER_CHARS]
+    for cell in autograded.cells if found and autograded else []:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in found:
+            found[grade_id] = cell.source[:MAX_ANSWER_CHARS]
     return found
 
 
-def grade(job: WorkerJob) -> WorkerResult:
-    """Autograde one submission and write its feedback; report what nbgrader left, as facts."""
-    workspace = Workspace(Path(job.workspace), job.assignment, profile=job.profile,
-                          cell_timeout=job.cell_timeout, db=job.db_url, sandbox=job.sandbox, limits=job.limits)
-    kernelspec.install()
+def _fresh_submission(workspace: Workspace, job: WorkerJob) -> None:
+    """The job's notebook as the only submission of its student, without an earlier run's results."""
     target = workspace.submitted_dir(job.student)
-    if target.exists():
-        shutil.rmtree(target)
-    for stale in (workspace.autograded_dir(job.student), workspace.feedback_dir(job.student)):
+    for stale in (target, workspace.autograded_dir(job.student), workspace.feedback_dir(job.student)):
         if stale.exists():
             shutil.rmtree(stale)
     target.mkdir(parents=True)
     shutil.copyfile(job.notebook_file, target / job.notebook_name)
-    result = WorkerResult()
+
+
+def _autograde(workspace: Workspace, job: WorkerJob, result: WorkerResult) -> None:
     errors: list[str] = []
     try:
-        with captured_errors(errors):
+        with errors_logged(errors):
             workspace.autograde(job.student)
     except Exception as failure:  # nbgrader raises NbGraderException, and others for broken cells
-        result.nbgrader_failure = first_problem(errors) if errors else f"{type(failure).__name__}: {failure}"
-    with Gradebook(workspace.db_url, COURSE_ID) as gradebook:
-        if job.student_id:  # nbgrader knows the student by safe id; its exports show the real one
-            with contextlib.suppress(Exception):
+        result.nbgrader_failure = explain(errors, failure, REASON_CHARS)
+
+
+def _read_gradebook(workspace: Workspace, job: WorkerJob, result: WorkerResult) -> set[str]:
+    """The scores nbgrader saved, into `result`; the written answers waiting for a hand grade. Records
+    the student's id as submitted (nbgrader knows the student by safe id; its exports show the real one)."""
+    unscored: set[str] = set()
+    try:
+        with Gradebook(workspace.db_url, workspace.course_id) as gradebook:
+            if job.student_id:
                 gradebook.update_or_create_student(job.student, lms_user_id=job.student_id)
-        try:
-            submitted = gradebook.find_submission_notebook(Path(job.notebook_name).stem, workspace.assignment_id,
-                                                           job.student)
+            try:
+                submitted = gradebook.find_submission_notebook(Path(job.notebook_name).stem, job.assignment,
+                                                               job.student)
+            except MissingEntry:  # autograde failed before it saved anything: nbgrader_failure says why
+                return unscored
             result.score = float(submitted.score or 0.0)
             result.max_score = float(submitted.max_score or 0.0)
             # a manually graded answer cell (grade and solution) the student answered waits for a hand
@@ -115,33 +123,82 @@ def grade(job: WorkerJob) -> WorkerResult:
                         if grade.name in answer_cells and grade.needs_manual_grade and grade.manual_score is None}
             result.cells = {grade.name: float(grade.score or 0.0) for grade in submitted.grades
                             if grade.name not in unscored}
-        except MissingEntry:
-            unscored = set()
-    autograded = workspace.autograded_dir(job.student) / job.notebook_name
-    result.pending = answers(autograded, unscored)
-    result.timed_out_cell = timed_out_cell(autograded)
-    if result.nbgrader_failure is None:
-        with contextlib.suppress(Exception):
+    except Exception as failure:  # the database went away, a constraint, a schema nbgrader does not know
+        result.gradebook_failure = f"the gradebook failed: {type(failure).__name__}: {failure}"[:REASON_CHARS]
+    return unscored
+
+
+def _feedback(workspace: Workspace, job: WorkerJob, result: WorkerResult) -> None:
+    errors: list[str] = []
+    try:
+        with errors_logged(errors):
             workspace.generate_feedback(job.student)
-        produced = workspace.feedback_dir(job.student) / f"{Path(job.notebook_name).stem}.html"
-        result.feedback = str(produced) if produced.exists() else None
+    except Exception as failure:  # nbconvert's exporters, nbgrader's NbGraderException
+        result.feedback_failure = explain(errors, failure, REASON_CHARS)
+        return
+    produced = workspace.feedback_dir(job.student) / f"{Path(job.notebook_name).stem}.html"
+    if produced.exists():
+        result.feedback = str(produced)
+    else:
+        result.feedback_failure = explain(errors) if errors else f"nbgrader wrote no {produced.name}"
+
+
+def grade(job: WorkerJob) -> WorkerResult:
+    """Autograde one submission and write its feedback; report what nbgrader left, as facts."""
+    start = time.monotonic()
+    workspace = Workspace(Path(job.workspace), job.assignment, job.settings)
+    _fresh_submission(workspace, job)
+    result = WorkerResult()
+    kernels: list[float] = []
+    with kernel_lifetimes(kernels):
+        _autograde(workspace, job, result)
+    result.autograde_seconds = round(time.monotonic() - start, 3)
+    unscored = _read_gradebook(workspace, job, result)
+    path = workspace.autograded_dir(job.student) / job.notebook_name
+    autograded = nbformat.read(path, as_version=4) if path.exists() else None
+    result.answers_to_grade = answers(autograded, unscored)
+    result.timed_out_cell = timed_out_cell(autograded)
+    if result.nbgrader_failure is None and result.gradebook_failure is None:
+        feedback_start = time.monotonic()
+        _feedback(workspace, job, result)
+        result.feedback_seconds = round(time.monotonic() - feedback_start, 3)
+    result.kernel_seconds = round(sum(kernels), 3)
+    result.worker_seconds = round(time.monotonic() - start, 3)
     return result
 
 
 def die_with_parent() -> None:
-    """Linux: get SIGKILLed when the process that started this one dies (a Dask worker killed mid-job),
-    so no grading outlives its job; the kernel dies with this process (bwrap's --die-with-parent)."""
+    """Linux: get SIGKILLed when the process that started this one dies (the driver, a Dask worker
+    killed mid-job), so no grading outlives it; the kernels die with this process (bwrap's
+    --die-with-parent)."""
     parent = os.getppid()
-    with contextlib.suppress(OSError, AttributeError):
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: no such call, and no need for it
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the parent died before the signal was armed
         sys.exit(1)
 
 
+def serve(requests, replies) -> None:
+    """Grade the job of every path read from `requests`, and write its result's path to `replies`."""
+    kernelspec.install()
+    for line in requests:
+        job_path = Path(line.strip())
+        if not line.strip():
+            continue
+        result_path = job_path.with_suffix(".result.json")
+        grade(WorkerJob.read(job_path)).write(result_path)
+        replies.write(f"{result_path}\n")
+        replies.flush()
+
+
 def main(argv: list[str]) -> int:
     die_with_parent()
-    job_path = Path(argv[0])
-    grade(WorkerJob.read(job_path)).write(job_path.with_suffix(".result.json"))
+    # the replies get the standard output; anything else printed here (or by a kernel this process
+    # starts) goes to the standard error, the worker's log
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    serve(sys.stdin, replies)
     return 0
 
 

@@ -10,6 +10,9 @@ from autograder import __version__
 from autograder.grading import intake
 from autograder.grading.results import Row
 
+# the shape of a stored row: a row stored in another (an older version's) is graded again
+ROW_FORMAT = 2
+
 
 def safe_id(student_id: str) -> str:
     """The name a student has inside nbgrader's folders: ids may hold spaces, accents or glob characters."""
@@ -23,7 +26,7 @@ class Cache:
     def __init__(self, folder: Path, source_bytes: bytes, settings: object):
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
-        self.salt = hashlib.sha256(source_bytes + json.dumps([__version__, settings]).encode()).hexdigest()
+        self.salt = hashlib.sha256(source_bytes + json.dumps([__version__, ROW_FORMAT, settings]).encode()).hexdigest()
 
     def key(self, submission: intake.Submission) -> str:
         return hashlib.sha256((self.salt + submission.content_hash).encode()).hexdigest()
@@ -33,7 +36,7 @@ class Cache:
         if not path.exists():
             return None
         data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("key") != self.key(submission):
+        if data.get("key") != self.key(submission) or data.get("format") != ROW_FORMAT:
             return None
         row = Row.from_json(data["row"])
         if row.feedback and not row.feedback.exists():
@@ -43,11 +46,13 @@ class Cache:
 
     def put(self, submission: intake.Submission, row: Row) -> None:
         path = self.folder / f"{safe_id(submission.student_id)}.json"
-        path.write_text(json.dumps({"key": self.key(submission), "row": row.as_json()}), encoding="utf-8")
+        path.write_text(json.dumps({"format": ROW_FORMAT, "key": self.key(submission), "row": row.as_json()}),
+                        encoding="utf-8")
 
 
 def stored_rows(folder: Path) -> list[Row]:
     """Every row a run left under `folder` (its rows/, one sub-folder per notebook when there are
-    several): the rows as grading gave them, before overrides and late penalties."""
-    return [Row.from_json(json.loads(path.read_text(encoding="utf-8"))["row"])
-            for path in sorted(folder.rglob("*.json"))]
+    several): the rows as grading gave them, before overrides and late penalties. Rows an older
+    version stored are left out (the next run grades them again)."""
+    stored = [json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.rglob("*.json"))]
+    return [Row.from_json(data["row"]) for data in stored if data.get("format") == ROW_FORMAT]

@@ -3,7 +3,7 @@
     autograder formgrade 01_session_vs_eager     # prepare <out>/formgrade/ and open JupyterLab on it
 
 `prepare` makes `<out>/formgrade/` an nbgrader course directory (the assignment generated from its
-source, the repository's nbgrader_config.py) and puts every graded student's autograded notebook in
+source, with the course's nbgrader_config.py and the other course files nbgrader reads) and puts every graded student's autograded notebook in
 `autograded/`, with the gradebook rows the formgrader shows: the tests' points, and the written
 answers marked as needing a manual grade. It never changes a grade an instructor gave there
 (`manual_score`), so it can be run again after every grading run.
@@ -24,15 +24,10 @@ from nbgrader.api import Gradebook, MissingEntry
 from autograder.grading.cache import safe_id
 from autograder.grading.overrides import Override
 from autograder.grading.results import Row
-from autograder.nbgrader_setup.config import COURSE_ID
 from autograder.nbgrader_setup.workspace import Workspace
+from autograder.runfolder import RunFolder
 
-FOLDER = "formgrade"
 GRADER = "formgrader"
-
-
-def course_dir(out: Path) -> Path:
-    return out / FOLDER
 
 
 @dataclass
@@ -43,29 +38,27 @@ class Prepared:
     missing: list[str] = field(default_factory=list)    # rows without an autograded notebook here
 
 
-def _autograded(out: Path, student: str, assignment_id: str, notebook: str) -> Path | None:
+def _autograded(run: RunFolder, student: str, assignment_id: str, notebook: str) -> Path | None:
     """The newest autograded copy the run's local workers left (a cluster's stay on its workers)."""
-    found = sorted(out.glob(f"course-*/autograded/{student}/{assignment_id}/{notebook}"),
-                   key=lambda path: path.stat().st_mtime)
+    found = [Workspace(root, assignment_id).autograded_dir(student) / notebook for root in run.workspaces()]
+    found = sorted((path for path in found if path.exists()), key=lambda path: path.stat().st_mtime)
     return found[-1] if found else None
 
 
-def prepare(out: Path, assignment_id: str, source_dir: Path, rows: list[Row], config_file: Path,
-            several: bool) -> Prepared:
+def prepare(run: RunFolder, assignment_id: str, source_dir: Path, rows: list[Row], course_root: Path) -> Prepared:
     """`rows` as grading left them before any hand grade (the run's rows/ cache)."""
-    root = course_dir(out)
+    root = run.formgrade_dir
     workspace = Workspace(root, assignment_id)
     if not (root / "gradebook.db").exists():
-        workspace.create(source_dir)
-    shutil.copyfile(config_file, root / "nbgrader_config.py")
+        workspace.create(source_dir, course_root)
     prepared = Prepared(root)
-    with Gradebook(workspace.db_url, COURSE_ID) as gradebook:
+    with Gradebook(workspace.db_url, workspace.course_id) as gradebook:
         for row in rows:
             if not row.status.scored:
                 continue
             student = safe_id(row.student_id)
             notebook = Path(row.notebook)
-            source = _autograded(out, student, assignment_id, notebook.name)
+            source = _autograded(run, student, assignment_id, notebook.name)
             if source is None:
                 prepared.missing.append(f"{row.student_id} {row.notebook}")
                 continue
@@ -78,12 +71,11 @@ def prepare(out: Path, assignment_id: str, source_dir: Path, rows: list[Row], co
             except MissingEntry:
                 gradebook.add_submission(assignment_id, student)
             submitted = gradebook.find_submission_notebook(notebook.stem, assignment_id, student)
-            prefix = f"{notebook.stem}:" if several else ""
             for grade in submitted.grades:
                 if grade.manual_score is not None:
                     continue
-                column = prefix + grade.name
-                grade.needs_manual_grade = column in row.pending
+                column = run.column(notebook.name, grade.name)
+                grade.needs_manual_grade = column in row.answers_to_grade
                 grade.auto_score = None if grade.needs_manual_grade else row.cells.get(column, 0.0)
                 prepared.written += grade.needs_manual_grade
             gradebook.db.commit()
@@ -92,13 +84,13 @@ def prepare(out: Path, assignment_id: str, source_dir: Path, rows: list[Row], co
     return prepared
 
 
-def hand_grades(out: Path, assignment_id: str, several: bool) -> list[Override]:
-    """Every grade given in the formgrader of `out`, as an override of its grades.csv cell."""
-    gradebook_file = course_dir(out) / "gradebook.db"
-    if not gradebook_file.exists():
+def hand_grades(run: RunFolder, assignment_id: str) -> list[Override]:
+    """Every grade given in the formgrader of `run`, as an override of its grades.csv cell."""
+    workspace = Workspace(run.formgrade_dir, assignment_id)
+    if not (run.formgrade_dir / "gradebook.db").exists():
         return []
     found = []
-    with Gradebook(f"sqlite:///{gradebook_file}", COURSE_ID) as gradebook:
+    with Gradebook(workspace.db_url, workspace.course_id) as gradebook:
         try:
             assignment = gradebook.find_assignment(assignment_id)
         except MissingEntry:
@@ -110,7 +102,7 @@ def hand_grades(out: Path, assignment_id: str, several: bool) -> list[Override]:
                 for grade in notebook.grades:
                     if grade.manual_score is None:
                         continue
-                    column = f"{notebook.name}:{grade.name}" if several else grade.name
+                    column = run.column(notebook.name, grade.name)
                     found.append(Override(student, column, float(grade.manual_score),
                                           (comments.get(grade.name) or "").strip(), GRADER))
     return found

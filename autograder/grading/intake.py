@@ -24,11 +24,16 @@ from typing import Callable
 
 import nbformat
 
+from autograder.errors import AutograderError
 from autograder.lms import downloads
 
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
 MAX_ZIP_ENTRIES = 1000             # in one student's zip
 MAX_DOWNLOAD_ENTRIES = 50000       # in a whole class's download
+
+
+class IntakeError(AutograderError):
+    """The submissions cannot be read as a class at all: no such folder, or a zip that is no LMS download."""
 
 
 @dataclass(frozen=True)
@@ -56,11 +61,11 @@ def read_class(submissions: Path, notebook_name: str) -> list[Submission]:
     if submissions.is_file() and submissions.suffix.lower() == ".zip":
         return _from_download_zip(submissions, notebook_name)
     if not submissions.is_dir():
-        raise NotADirectoryError(f"submissions {submissions} does not exist or is neither a folder nor a zip file")
+        raise IntakeError(f"submissions {submissions} does not exist or is neither a folder nor a zip file")
     files = _files_below(submissions)
-    layout = downloads.detect(list(files))
-    if layout:
-        return _from_download(layout, files, notebook_name, origin="")
+    lms = downloads.detect(list(files))
+    if lms:
+        return _from_download(lms, files, notebook_name, origin="")
     found = []
     for entry in sorted(submissions.iterdir(), key=lambda path: path.name):
         if entry.name.startswith("."):
@@ -165,17 +170,17 @@ def _from_download_zip(archive: Path, notebook_name: str) -> list[Submission]:
         with zipfile.ZipFile(archive) as bundle:
             infos = [info for info in bundle.infolist() if not info.is_dir()]
             if len(infos) > MAX_DOWNLOAD_ENTRIES:
-                raise NotADirectoryError(f"{archive}: more than {MAX_DOWNLOAD_ENTRIES} files: not a class's download")
+                raise IntakeError(f"{archive}: more than {MAX_DOWNLOAD_ENTRIES} files: not a class's download")
             files = {info.filename: _File(info.file_size, (lambda name=info.filename: _member(archive, name)),
                                           "would land outside the extraction folder" if _escapes(info.filename) else "")
                      for info in infos}
     except (zipfile.BadZipFile, OSError) as error:
-        raise NotADirectoryError(f"{archive}: not a readable zip file: {error}") from None
-    layout = downloads.detect(list(files))
-    if layout is None:
-        raise NotADirectoryError(f"{archive}: its files follow neither Canvas's naming ({downloads.CANVAS_RULE}) "
+        raise IntakeError(f"{archive}: not a readable zip file: {error}") from None
+    lms = downloads.detect(list(files))
+    if lms is None:
+        raise IntakeError(f"{archive}: its files follow neither Canvas's naming ({downloads.CANVAS_RULE}) "
                                  f"nor Moodle's ({downloads.MOODLE_RULE}); unpack a folder of students instead")
-    return _from_download(layout, files, notebook_name, origin=f"{archive.name}:")
+    return _from_download(lms, files, notebook_name, origin=f"{archive.name}:")
 
 
 def _member(archive: Path, name: str) -> bytes:
@@ -183,7 +188,7 @@ def _member(archive: Path, name: str) -> bytes:
         return bundle.read(name)
 
 
-def _from_download(layout: str, files: dict[str, _File], notebook_name: str, origin: str) -> list[Submission]:
+def _from_download(lms: str, files: dict[str, _File], notebook_name: str, origin: str) -> list[Submission]:
     """An LMS download: every file attributed to a student by the LMS's rule, one Submission per student
     and one rejection per file that follows no rule."""
     by_student: dict[str, list[downloads.Entry]] = {}
@@ -191,18 +196,18 @@ def _from_download(layout: str, files: dict[str, _File], notebook_name: str, ori
     for path, file in files.items():
         if downloads.hidden(path):
             continue
-        entry = downloads.parse(layout, path)
+        entry = downloads.parse(lms, path)
         if entry is None or file.problem:
-            reason = file.problem or f"its name follows no {layout.capitalize()} rule ({downloads.rule(layout)})"
-            found.append(Submission(path, origin + path, problem=f"{path}: {reason}", lms=layout))
+            reason = file.problem or f"its name follows no {lms.capitalize()} rule ({downloads.rule(lms)})"
+            found.append(Submission(path, origin + path, problem=f"{path}: {reason}", lms=lms))
         else:
             by_student.setdefault(entry.student_id, []).append(entry)
     for student_id, entries in by_student.items():
-        found.append(_from_entries(layout, student_id, entries, files, notebook_name, origin))
+        found.append(_from_entries(lms, student_id, entries, files, notebook_name, origin))
     return found
 
 
-def _from_entries(layout: str, student_id: str, entries: list[downloads.Entry], files: dict[str, _File],
+def _from_entries(lms: str, student_id: str, entries: list[downloads.Entry], files: dict[str, _File],
                   notebook_name: str, origin: str) -> Submission:
     by_name = {entry.file_name: entry for entry in entries}
     chosen, problem = _pick(sorted(by_name), notebook_name)
@@ -217,7 +222,7 @@ def _from_entries(layout: str, student_id: str, entries: list[downloads.Entry], 
         found = _too_big(student_id, origin + entry.path)
     else:
         found = _validated(student_id, origin + entry.path, files[entry.path].read())
-    return replace(found, lms=layout, name=entries[0].name, late_marked=any(one.late for one in entries),
+    return replace(found, lms=lms, name=entries[0].name, late_marked=any(one.late for one in entries),
                    reupload=entry.reupload)
 
 

@@ -14,23 +14,25 @@ Extensions (CSV: `student_id,assignment,due`, a new due date for one student) an
 (CSV: `student_id,submitted_at`) are files of their own. A submission without a time is on time,
 unless the LMS's download marked it late (Canvas's LATE): then it is charged as late by one started day.
 Every problem (a malformed date, a date without an offset, an unknown student or assignment, a
-student twice) is reported with its file and line before anything is graded.
+student twice) is reported with its file and line, all at once, before anything is graded.
 """
 
 from __future__ import annotations
 
-import csv
 import math
 import tomllib
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from autograder import csvfile
+from autograder.errors import AutograderError
+
 METHODS = ("none", "zero", "per_day")
 DAY_SECONDS = 86400
 
 
-class TermError(ValueError):
+class TermError(AutograderError):
     """A term, extensions or times file that cannot be used as it is: the message says where and why."""
 
 
@@ -107,38 +109,46 @@ def read_term(path: Path | None) -> Term:
     return Term(due, policy)
 
 
-def _rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
-    try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            if reader.fieldnames is None or not set(columns) <= set(reader.fieldnames):
-                raise TermError(f"{path}: expected the columns {', '.join(columns)}, found {reader.fieldnames}")
-            return [(number, row) for number, row in enumerate(reader, start=2)]
-    except OSError as error:
-        raise TermError(f"{path}: {error}") from None
-
-
 def add_extensions(term: Term, path: Path, assignment_id: str, students: set[str]) -> None:
     """The extensions file may list the whole term: its lines for `assignment_id` must name students of
     this class; the others must name an assignment the term file has a due date for."""
-    for line, row in _rows(path, ("student_id", "assignment", "due")):
-        where = f"{path} line {line}"
-        student, assignment = row["student_id"].strip(), row["assignment"].strip()
+    def extension(line: csvfile.Line) -> tuple[tuple[str, str], datetime]:
+        student, assignment = line["student_id"], line["assignment"]
         if assignment == assignment_id and student not in students:
-            raise TermError(f"{where}: student {student!r} has no submission in this class")
+            raise csvfile.BadLine(f"student {student!r} has no submission in this class")
         if assignment != assignment_id and assignment not in term.due:
-            raise TermError(f"{where}: unknown assignment {assignment!r} (not this one, and no due date in the term file)")
+            raise csvfile.BadLine(f"unknown assignment {assignment!r} (not this one, and no due date in the term file)")
         if (student, assignment) in term.extensions:
-            raise TermError(f"{where}: a second extension for {student} on {assignment}")
-        term.extensions[student, assignment] = parse_time(row["due"], where)
+            raise csvfile.BadLine(f"a second extension for {student} on {assignment}")
+        term.extensions[student, assignment] = _time(line, "due")
+        return (student, assignment), term.extensions[student, assignment]
+
+    csvfile.parse(path, ("student_id", "assignment", "due"), extension, error=TermError)
 
 
 def add_times(term: Term, path: Path, students: set[str]) -> None:
-    for line, row in _rows(path, ("student_id", "submitted_at")):
-        where = f"{path} line {line}"
-        student = row["student_id"].strip()
+    def submitted(line: csvfile.Line) -> datetime:
+        student = line["student_id"]
         if student not in students:
-            raise TermError(f"{where}: student {student!r} has no submission in this class")
+            raise csvfile.BadLine(f"student {student!r} has no submission in this class")
         if student in term.submitted:
-            raise TermError(f"{where}: a second time for {student}")
-        term.submitted[student] = parse_time(row["submitted_at"], where)
+            raise csvfile.BadLine(f"a second time for {student}")
+        term.submitted[student] = _time(line, "submitted_at")
+        return term.submitted[student]
+
+    csvfile.parse(path, ("student_id", "submitted_at"), submitted, error=TermError)
+
+
+def _time(line: csvfile.Line, column: str) -> datetime:
+    try:
+        return parse_time(line[column], line.where)
+    except TermError as error:
+        raise csvfile.BadLine(str(error).removeprefix(f"{line.where}: ")) from None
+
+
+def due_dates(term: Term, assignment: str, students: set[str]) -> dict[str, datetime] | None:
+    """Each student's due date for `assignment` (an extension or the term's), or None when the term
+    gives the assignment no due date."""
+    if assignment not in term.due:
+        return None
+    return {student: term.due_for(student, assignment) for student in students}

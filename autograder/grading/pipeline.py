@@ -1,66 +1,55 @@
-"""Grade a class: intake, then nbgrader's autograde for each student in a bounded worker process
-with a kernel sandbox of its own, on this machine or on a Dask cluster (`autograder.execution.executors`).
+"""Grade a class: intake, then nbgrader's autograde for each student by a long-lived worker process
+that gives every student's kernel a sandbox of its own, on this machine or on a Dask cluster
+(`autograder.execution.executors`).
 
     result = grade_class("00_gpu_setup", Path("source/00_gpu_setup"), Path("downloads"),
-                         Path("build/grading/00_gpu_setup"), options=Options(workers=2))
+                         Path("build/grading/00_gpu_setup"), settings=GradingSettings(workers=2))
 
-Every student gets a row whatever they submitted. The run writes only under `out`:
-- `course-<k>/`   one private nbgrader course directory per local worker (source, gradebook,
-                  autograded), generated once per assignment source and kept for the next run;
-                  on a cluster, `course-0/` is the template every task unpacks
-- `jobs/`         each submission's notebook as a local worker reads it, the worker's result and log
-- `rows/`         finished rows keyed by content hash: a re-run skips them unless `force`
-- `feedback/`     one HTML per student, without hidden tests
-- `formgrade/`    a course directory for nbgrader's formgrader (`autograder formgrade`): the hand
-                  grades given there are read back on every run
-- `intake.csv`    what intake read: each student's origin in the download, the LMS's name, late marker
-                  and re-upload name, and every rejection with its reason
-- `similarity.csv` pairs of students whose own code in the solution regions looks alike, computed after
-                  grading (`autograder.grading.similarity`); it flags, it changes no row
-Workers never share a gradebook file, so a parallel run gives exactly the rows of a serial one; with
+Every student gets a row whatever they submitted. `grade_class` runs five named steps:
+- `read`:    the assignment's notebooks, the class (intake), the term, the points set by hand;
+- `plan`:    the workspaces (nbgrader course directories) generated, the rows already known (an
+             unreadable submission, an unchanged one graded before) and the jobs left to run;
+- `execute`: the jobs on the executor, each outcome becoming a row as it arrives;
+- `settle`:  the points set by hand and the late penalties applied to every row;
+- `write`:   grades.csv, max_points.csv, similarity.csv and report.html in the run folder.
+Local workers start first, so they import nbgrader while the driver reads the class; the similarity
+of the submissions is computed beside the grading (it reads the submissions, never the grades).
+The run writes only under `out` (`autograder.runfolder.RunFolder` names every file). Workers never
+share a gradebook file, so a parallel run gives exactly the rows of a serial one; with the settings'
 `db_url` they share one gradebook server (PostgreSQL), which takes concurrent writers.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import csv
 import hashlib
+import logging
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import nbformat
 
 from autograder import __version__
+from autograder.errors import AutograderError
 from autograder.execution import executors, jobs, sandbox
-from autograder.execution.sandbox import Limits
-from autograder.grading import formgrade, intake, lateness, overrides, similarity, tamper
+from autograder.grading import formgrade, grades_csv, intake, lateness, overrides, report, similarity, tamper
 from autograder.grading.cache import Cache, safe_id
 from autograder.grading.results import ClassResult, Row
-from autograder.grading.status import Status, decide, settle
+from autograder.grading.status import Status, after_hand_grades, decide
+from autograder.nbgrader_setup import config as course_config
 from autograder.nbgrader_setup.gradebook import database_problem
 from autograder.nbgrader_setup.workspace import Workspace
+from autograder.runfolder import INTAKE_COLUMNS, RunFolder
+from autograder.settings import GradingSettings
+
+log = logging.getLogger(__name__)
+STAMP = ".generated-from"
 
 
-@dataclass
-class Options:
-    profile: str = "grade"
-    workers: int = 1
-    timeout: float = 600.0          # seconds per notebook, wall clock
-    memory_limit_gb: float = 6.0    # resident memory of the worker and its kernel
-    force: bool = False             # re-grade submissions already graded with the same content
-    scheduler: str | None = None    # a dask.distributed scheduler address: run the notebooks on its workers
-    db_url: str | None = None       # an SQLAlchemy URL of a shared gradebook (PostgreSQL); None: SQLite per worker
-    sandbox: str = "auto"           # the kernels' sandbox: auto, bwrap or none (autograder.execution.sandbox)
-    limits: Limits = Limits()       # what each kernel's sandbox may use besides memory and time
-    term: Path | None = None        # due dates and the late policy (autograder.grading.lateness)
-    extensions: Path | None = None  # per-student due dates: student_id,assignment,due
-    submitted_at: Path | None = None  # submission times: student_id,submitted_at
-    overrides: Path | None = None   # points set by hand (autograder.grading.overrides)
-
-
-class GradingError(RuntimeError):
+class GradingError(AutograderError):
     """Grading could not run at all (as opposed to a student's notebook failing)."""
 
 
@@ -74,75 +63,32 @@ def source_notebooks(assignment_id: str, source_dir: Path) -> list[Path]:
     return found
 
 
-STAMP = ".generated-from"
-
-
-def source_hash(source_dir: Path) -> str:
-    """What a generated workspace depends on: the assignment's files, and the versions that generate it."""
+def source_hash(source_dir: Path, course_root: Path, settings: GradingSettings) -> str:
+    """What a generated workspace depends on: the assignment's files, the course's files that nbgrader
+    reads (`config.course_files`), and the versions that generate it."""
     import nbgrader
 
     digest = hashlib.sha256(f"{__version__} {nbgrader.__version__}".encode())
-    for path in sorted(source_dir.rglob("*")):
-        if path.is_file() and ".ipynb_checkpoints" not in path.parts and "__pycache__" not in path.parts:
-            digest.update(str(path.relative_to(source_dir)).encode() + b"\0" + path.read_bytes())
+    files = [(path.relative_to(source_dir), path) for path in sorted(source_dir.rglob("*"))
+             if path.is_file() and ".ipynb_checkpoints" not in path.parts and "__pycache__" not in path.parts]
+    for name in course_config.course_files(course_config.grading_config(course_root, settings)):
+        if (course_root / name).is_file():
+            files.append((Path("..", name), course_root / name))
+    for name, path in files:
+        digest.update(str(name).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
-def _workspaces(out: Path, assignment_id: str, source_dir: Path, options: Options, sandbox_mode: str,
-                count: int) -> list[Workspace]:
-    """One nbgrader course directory per worker. nbgrader generates the first from the source, and only
-    when the source changed since the last run (a stamp holds the hash); the others are copies. A
-    shared gradebook (`db_url`) is generated into every time: it is not in the folder."""
-    def workspace(root: Path) -> Workspace:
-        return Workspace(root, assignment_id, profile=options.profile, cell_timeout=int(options.timeout),
-                         db=options.db_url, sandbox=sandbox_mode, limits=options.limits)
-
-    wanted = source_hash(source_dir)
-    first = workspace(out / "course-0")
-    stamp = first.root / STAMP
-    if options.db_url or not stamp.exists() or stamp.read_text(encoding="utf-8") != wanted:
-        if first.root.exists():
-            shutil.rmtree(first.root)
-        first.create(source_dir)
-        stamp.write_text(wanted, encoding="utf-8")
-    spaces = [first]
-    for number in range(1, count):
-        root = out / f"course-{number}"
-        copy_stamp = root / STAMP
-        if options.db_url or not copy_stamp.exists() or copy_stamp.read_text(encoding="utf-8") != wanted:
-            if root.exists():
-                shutil.rmtree(root)
-            shutil.copytree(first.root, root)
-        spaces.append(workspace(root))
-    return spaces
-
-
-def _executor(spaces: list[Workspace], out: Path, options: Options):
-    if options.scheduler:
-        try:
-            return executors.DaskExecutor(options.scheduler, spaces[0], gpu=options.profile == "gpu")
-        except executors.ClusterError as error:
-            raise GradingError(str(error)) from None
-    return executors.LocalExecutor(spaces, out / "jobs")
-
-
-def _row(submission: intake.Submission, assignment_id: str, notebook: str, outcome: jobs.Outcome,
-         findings: tamper.Findings, options: Options, column) -> Row:
-    decision = decide(outcome, findings, options.timeout, options.memory_limit_gb, options.limits.tasks)
-    row = Row(submission.student_id, assignment_id, notebook=notebook, seconds=outcome.seconds, host=outcome.host,
-              status=decision.status, reason=decision.reason, notes=findings.notes)
-    if outcome.result is not None:
-        row.max_score = outcome.result.max_score
-        if decision.keeps_points:
-            row.score = outcome.result.score
-            row.cells = {column(cell): points for cell, points in outcome.result.cells.items()}
-            row.pending = {column(cell): answer for cell, answer in outcome.result.pending.items()}
-    return row
+def cell_points(notebook) -> dict[str, float]:
+    """The graded cells of a (source) notebook: grade id -> points, in notebook order."""
+    return {cell.metadata["nbgrader"]["grade_id"]: float(cell.metadata["nbgrader"].get("points", 0))
+            for cell in notebook.cells if cell.metadata.get("nbgrader", {}).get("grade")}
 
 
 @dataclass
 class _Notebook:
     """One notebook of the assignment, as the run grades it."""
+    path: Path                     # its source
     points: dict[str, float]       # its graded cells' ids and points, in notebook order
     students: list[intake.Submission]
     cache: Cache
@@ -152,147 +98,245 @@ class _Notebook:
         return sum(self.points.values())
 
 
-def cell_points(notebook) -> dict[str, float]:
-    """The graded cells of a (source) notebook: grade id -> points, in notebook order."""
-    return {cell.metadata["nbgrader"]["grade_id"]: float(cell.metadata["nbgrader"].get("points", 0))
-            for cell in notebook.cells if cell.metadata.get("nbgrader", {}).get("grade")}
+@dataclass
+class _Class:
+    """What `read` found: the class to grade and everything that decides its rows but the run itself."""
+    assignment_id: str
+    source_dir: Path
+    run: RunFolder
+    notebooks: dict[str, _Notebook]
+    term: lateness.Term
+    by_hand: list[overrides.Override]
+
+    @property
+    def columns(self) -> dict[str, float]:
+        """grades.csv's cell columns and their points, in notebook order."""
+        return {self.run.column(name, cell): points for name, notebook in self.notebooks.items()
+                for cell, points in notebook.points.items()}
+
+    def columns_of(self, name: str) -> set[str]:
+        return {self.run.column(name, cell) for cell in self.notebooks[name].points}
+
+
+@dataclass
+class _Plan:
+    """What `plan` decided: the rows known without running anything, and the jobs to run."""
+    rows: list[Row]
+    batch: list[jobs.Job]
+    in_flight: dict[tuple[str, str], tuple[intake.Submission, tamper.Findings]]   # (student, notebook) -> ...
+    releases: dict[str, nbformat.NotebookNode]
 
 
 def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Path, *,
-                options: Options | None = None, progress: Callable[[str], None] = print) -> ClassResult:
-    """Grade every notebook of the assignment for every student: one row per student and notebook."""
-    options = options or Options()
-    if options.workers < 1 or options.timeout <= 0 or options.memory_limit_gb <= 0:
-        raise GradingError("workers, timeout and memory limit must be positive")
-    if min(options.limits.disk_bytes, options.limits.tasks) <= 0 or options.limits.cpu_seconds < 0:
-        raise GradingError("the disk and task limits must be positive, the CPU limit positive or 0 (none)")
-    if options.db_url and (problem := database_problem(options.db_url)):
-        raise GradingError(problem)
-    try:
-        sandbox_mode = sandbox.mode(options.sandbox)
-    except sandbox.SandboxUnavailable as error:
-        raise GradingError(str(error)) from None
+                settings: GradingSettings | None = None, progress: Callable[[str], None] = print) -> ClassResult:
+    """Grade every notebook of the assignment for every student: one row per student and notebook.
+    `progress` gets one line per row as it is known."""
+    settings = settings or GradingSettings()
+    _check(settings)
     paths = source_notebooks(assignment_id, source_dir)
-    several = len(paths) > 1
-    out.mkdir(parents=True, exist_ok=True)
-    settings = [options.profile, options.timeout, options.memory_limit_gb, sandbox_mode, asdict(options.limits)]
-    notebooks: dict[str, _Notebook] = {}
-    for path in paths:
-        notebooks[path.name] = _Notebook(
-            cell_points(nbformat.read(path, as_version=4)), intake.read_class(submissions, path.name),
-            Cache(out / "rows" / path.stem if several else out / "rows", path.read_bytes(), settings))
-
-    def column(name: str, cell: str) -> str:
-        """A graded cell's column in grades.csv: its id, after the notebook's name when there are several."""
-        return f"{Path(name).stem}:{cell}" if several else cell
-
-    points = {column(name, cell): value for name, notebook in notebooks.items() for cell, value in notebook.points.items()}
-    students = {submission.student_id for notebook in notebooks.values() for submission in notebook.students}
-    _write_intake(out / "intake.csv", notebooks)
+    run = RunFolder(out, several=len(paths) > 1)
+    executor = _executor(run, settings)   # local workers start (and import nbgrader) at once
     try:
-        term = _term(options, assignment_id, students)
-        term.marked_late = {submission.student_id for notebook in notebooks.values()
-                            for submission in notebook.students if submission.late_marked}
-        by_hand = (formgrade.hand_grades(out, assignment_id, several)   # the formgrader's first, the file's last
-                   + (overrides.read(options.overrides, points, students) if options.overrides else []))
-    except (lateness.TermError, overrides.OverrideError) as error:
-        raise GradingError(str(error)) from None
-
-    feedback_out = out / "feedback"
-    feedback_out.mkdir(exist_ok=True)
-    total = sum(len(notebook.students) for notebook in notebooks.values())
-    rows: list[Row] = []
-
-    def finish(row: Row) -> None:
-        row.max_score = row.max_score or notebooks[row.notebook].max_score
-        rows.append(row)
-        progress(f"[{len(rows)}/{total}] {row.student_id}" + (f" {row.notebook}" if several else "")
-                 + f": {row.status} {row.score:g}/{row.max_score:g}"
-                 + (" (unchanged, not re-graded)" if row.reused else f" in {row.seconds:g} s")
-                 + (f" on {row.host}" if options.scheduler and not row.reused and row.host else "")
-                 + (f" - {row.reason}" if row.reason else ""))
-
-    def feedback_path(student_id: str, name: str) -> Path:
-        return feedback_out / student_id / f"{Path(name).stem}.html" if several else feedback_out / f"{student_id}.html"
-
-    spaces = _workspaces(out, assignment_id, source_dir, options, sandbox_mode,
-                         1 if options.scheduler else options.workers)
-    pending: dict[tuple[str, str], tuple[intake.Submission, tamper.Findings]] = {}
-    batch = []
-    releases = {}
-    for name, notebook in notebooks.items():
-        release_nb = releases[name] = nbformat.read(spaces[0].release_dir() / name, as_version=4)
-        for submission in notebook.students:
-            if not submission.ok:
-                finish(Row(submission.student_id, assignment_id, notebook=name, max_score=notebook.max_score,
-                           status=Status.INVALID, reason=submission.problem))
-                continue
-            if not options.force and (row := notebook.cache.get(submission)) is not None:
-                finish(row)
-                continue
-            student = safe_id(submission.student_id)
-            pending[student, name] = (submission, tamper.scan(intake.as_notebook(submission), release_nb))
-            batch.append(jobs.Job(student, submission.student_id, assignment_id, name,
-                                  submission.notebook_bytes, options.profile, options.timeout,
-                                  int(options.memory_limit_gb * 2**30), sandbox_mode, options.limits,
-                                  options.db_url))
-    executor = _executor(spaces, out, options)
-    try:
-        for job, outcome in executor.run_all(batch):
-            submission, findings = pending[job.student, job.notebook_name]
-            row = _row(submission, assignment_id, job.notebook_name, outcome, findings, options,
-                       lambda cell: column(job.notebook_name, cell))
-            if outcome.feedback_html is not None:
-                row.feedback = feedback_path(submission.student_id, job.notebook_name)
-                row.feedback.parent.mkdir(parents=True, exist_ok=True)
-                row.feedback.write_text(outcome.feedback_html, encoding="utf-8")
-            notebooks[job.notebook_name].cache.put(submission, row)
-            finish(row)
+        graded = read(assignment_id, source_dir, paths, run, submissions, settings)
+        spaces = _workspaces(graded, settings, executor.size if not settings.scheduler else 1)
+        plan = _plan(graded, spaces, settings)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:   # flags, not grades: meanwhile
+            similar = aside.submit(_similar, graded, plan.releases)
+            aside.submit(report.load_plotting)   # the report's plotting library, loaded before it is needed
+            rows = execute(graded, plan, executor, spaces, settings, progress)
+            similar_pairs = similar.result()
     finally:
         executor.close()
-    for row in rows:   # after the cache took the rows: a new override, due date or policy needs no re-grade
-        overrides.apply(row, by_hand, {column(row.notebook, cell) for cell in notebooks[row.notebook].points})
-        row.status, row.reason = settle(row.status, row.reason, row.pending)
-        _apply_lateness(row, term)
-    similar = _similar(notebooks, releases, {path.name: path for path in paths}, progress)
-    similarity.write_csv(out / "similarity.csv", similar)
-    return ClassResult(assignment_id, sorted(rows, key=lambda row: (row.student_id, row.notebook)), list(points),
-                       sum(notebook.max_score for notebook in notebooks.values()), out,
-                       notebooks={name: notebook.max_score for name, notebook in notebooks.items()},
-                       cell_points=points, similarity=similar)
+    settle(graded, rows)
+    return write(graded, rows, similar_pairs)
 
 
-def _similar(notebooks: dict[str, "_Notebook"], releases: dict, sources: dict[str, Path],
-             progress: Callable[[str], None]) -> list[similarity.Comparison]:
-    """After grading, per notebook: the pairs of readable submissions whose own code looks alike. It reads
-    the submissions only; a failure here is reported and leaves the grades as they are."""
+def _check(settings: GradingSettings) -> None:
+    """What must hold before any work: a reachable gradebook server, the sandbox decided once (every
+    worker gets the same decision)."""
+    if settings.db_url and (problem := database_problem(settings.db_url)):
+        raise GradingError(problem)
+    settings.sandbox = sandbox.mode(settings.sandbox)
+
+
+def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder, submissions: Path,
+         settings: GradingSettings) -> _Class:
+    """The assignment's notebooks (`paths`) with their students, the term and the points set by hand;
+    intake.csv."""
+    run.root.mkdir(parents=True, exist_ok=True)
+    key = settings.key()
+    notebooks = {path.name: _Notebook(path, cell_points(nbformat.read(path, as_version=4)),
+                                      intake.read_class(submissions, path.name),
+                                      Cache(run.rows_of(path.name), path.read_bytes(), key))
+                 for path in paths}
+    _write_intake(run.intake_csv, notebooks)
+    students = {submission.student_id for notebook in notebooks.values() for submission in notebook.students}
+    term = _term(settings, assignment_id, students)
+    term.marked_late = {submission.student_id for notebook in notebooks.values()
+                        for submission in notebook.students if submission.late_marked}
+    graded = _Class(assignment_id, source_dir, run, notebooks, term, [])
+    graded.by_hand = (formgrade.hand_grades(run, assignment_id)   # the formgrader's first, the file's last
+                      + (overrides.read(Path(settings.overrides), graded.columns, students) if settings.overrides
+                         else []))
+    return graded
+
+
+def _plan(graded: _Class, spaces: list[Workspace], settings: GradingSettings) -> _Plan:
+    """For every submission either its row (unreadable, or unchanged since the last run) or a job with
+    its tamper findings."""
+    plan = _Plan([], [], {}, {})
+    for name, notebook in graded.notebooks.items():
+        release = plan.releases[name] = nbformat.read(spaces[0].release_dir() / name, as_version=4)
+        for submission in notebook.students:
+            if not submission.ok:
+                plan.rows.append(Row(submission.student_id, graded.assignment_id, notebook=name,
+                                     max_score=notebook.max_score, status=Status.INVALID, reason=submission.problem))
+            elif not settings.force and (row := notebook.cache.get(submission)) is not None:
+                plan.rows.append(row)
+            else:
+                student = safe_id(submission.student_id)
+                plan.in_flight[student, name] = (submission, tamper.scan(intake.as_notebook(submission), release))
+                plan.batch.append(jobs.Job(student, submission.student_id, graded.assignment_id, name,
+                                           submission.notebook_bytes))
+    return plan
+
+
+def execute(graded: _Class, plan: _Plan, executor, spaces: list[Workspace], settings: GradingSettings,
+            progress: Callable[[str], None]) -> list[Row]:
+    """Every job run on `executor` with the course directories `spaces`; each outcome a row (its
+    feedback page written, its cache entry kept) as it arrives."""
+    rows: list[Row] = []
+    total = len(plan.rows) + len(plan.batch)
+
+    def finish(row: Row) -> None:
+        row.max_score = row.max_score or graded.notebooks[row.notebook].max_score
+        rows.append(row)
+        progress(f"[{len(rows)}/{total}] {_progress(row, graded.run.several, bool(settings.scheduler))}")
+
+    for row in plan.rows:
+        finish(row)
+    graded.run.feedback_dir.mkdir(exist_ok=True)
+    for job, outcome in executor.run_all(plan.batch, spaces):
+        submission, findings = plan.in_flight[job.student, job.notebook_name]
+        row = _row(submission, graded, job.notebook_name, outcome, findings, settings)
+        if outcome.feedback_html is not None:
+            row.feedback = graded.run.feedback_page(submission.student_id, job.notebook_name)
+            row.feedback.parent.mkdir(parents=True, exist_ok=True)
+            row.feedback.write_text(outcome.feedback_html, encoding="utf-8")
+        graded.notebooks[job.notebook_name].cache.put(submission, row)
+        finish(row)
+    return rows
+
+
+def settle(graded: _Class, rows: list[Row]) -> None:
+    """After the cache took the rows: the points set by hand, the status they settle, the late penalty
+    (a new override, due date or policy needs no re-grade)."""
+    for row in rows:
+        overrides.apply(row, graded.by_hand, graded.columns_of(row.notebook))
+        row.status, row.reason = after_hand_grades(row.status, row.reason, row.answers_to_grade)
+        row.raw_score = row.score
+        _apply_lateness(row, graded.term)
+
+
+def write(graded: _Class, rows: list[Row], similar: list[similarity.Comparison]) -> ClassResult:
+    """The class's result, with grades.csv, max_points.csv, similarity.csv and report.html written."""
+    similarity.write_csv(graded.run.similarity_csv, similar)
+    result = ClassResult(graded.assignment_id, sorted(rows, key=lambda row: (row.student_id, row.notebook)),
+                         list(graded.columns), sum(notebook.max_score for notebook in graded.notebooks.values()),
+                         graded.run.root, notebooks={name: notebook.max_score
+                                                     for name, notebook in graded.notebooks.items()},
+                         cell_points=graded.columns, similarity=similar)
+    grades_csv.write_csv(result)
+    grades_csv.write_max_points(result)
+    report.write_html(result)
+    return result
+
+
+def _progress(row: Row, several: bool, cluster: bool) -> str:
+    return (f"{row.student_id}" + (f" {row.notebook}" if several else "")
+            + f": {row.status} {row.score:g}/{row.max_score:g}"
+            + (" (unchanged, not re-graded)" if row.reused else f" in {row.seconds:g} s")
+            + (f" on {row.host}" if cluster and not row.reused and row.host else "")
+            + (f" - {row.reason}" if row.reason else ""))
+
+
+def _workspaces(graded: _Class, settings: GradingSettings, count: int) -> list[Workspace]:
+    """One nbgrader course directory per worker. nbgrader generates the first from the source and the
+    course's files, and only when they changed since the last run (a stamp holds their hash); the
+    others are copies. A shared gradebook (`db_url`) is generated into every time: it is not in the folder."""
+    course_root = graded.source_dir.resolve().parent.parent
+    wanted = source_hash(graded.source_dir, course_root, settings)
+    spaces = []
+    for number in range(count):
+        root = graded.run.workspace(number)
+        stamp = root / STAMP
+        if settings.db_url or not stamp.exists() or stamp.read_text(encoding="utf-8") != wanted:
+            if root.exists():
+                shutil.rmtree(root)
+            if number == 0:
+                Workspace(root, graded.assignment_id, settings).create(graded.source_dir, course_root)
+                stamp.write_text(wanted, encoding="utf-8")
+            else:
+                shutil.copytree(graded.run.workspace(0), root)
+        spaces.append(Workspace(root, graded.assignment_id, settings))
+    return spaces
+
+
+def _executor(run: RunFolder, settings: GradingSettings):
+    if settings.scheduler:
+        return executors.DaskExecutor(settings.scheduler, settings)
+    return executors.LocalExecutor(settings.local_workers, settings,
+                                   lambda job: run.job_dir(job.student, job.notebook_name),
+                                   run.worker_log)
+
+
+def _row(submission: intake.Submission, graded: _Class, notebook: str, outcome: jobs.Outcome,
+         findings: tamper.Findings, settings: GradingSettings) -> Row:
+    decision = decide(outcome, findings, settings.timeout, settings.memory_limit, settings.task_limit)
+    row = Row(submission.student_id, graded.assignment_id, notebook=notebook, seconds=outcome.seconds,
+              host=outcome.host, status=decision.status, reason=decision.reason, notes=findings.notes)
+    if outcome.result is not None:
+        row.max_score = outcome.result.max_score
+        if decision.keeps_points:
+            row.score = outcome.result.score
+            row.cells = {graded.run.column(notebook, cell): points for cell, points in outcome.result.cells.items()}
+            row.answers_to_grade = {graded.run.column(notebook, cell): answer
+                                    for cell, answer in outcome.result.answers_to_grade.items()}
+    return row
+
+
+def _similar(graded: _Class, releases: dict[str, nbformat.NotebookNode]) -> list[similarity.Comparison]:
+    """Per notebook, beside the grading: the pairs of readable submissions whose own code looks alike.
+    It reads the submissions only; a failure here is reported and leaves the grades as they are."""
     found = []
-    for name, notebook in notebooks.items():
+    for name, notebook in graded.notebooks.items():
         readable = [submission for submission in notebook.students if submission.ok]
         try:
             comparison = similarity.compare_class(
                 name, {submission.student_id: intake.as_notebook(submission) for submission in readable},
-                releases[name], nbformat.read(sources[name], as_version=4))
+                releases[name], nbformat.read(notebook.path, as_version=4))
         except Exception as error:  # a flag that could not be computed must not stop a graded class
             comparison = similarity.Comparison(name, len(readable), problem=f"{type(error).__name__}: {error}")
         found.append(comparison)
-        progress(f"similarity{' of ' + name if len(notebooks) > 1 else ''}: "
-                 + (f"not computed ({comparison.problem})" if comparison.problem else
-                    f"{len(comparison.pairs)} similar pairs among {comparison.students} readable submissions"))
+        where = f" of {name}" if len(graded.notebooks) > 1 else ""
+        if comparison.problem:
+            log.warning("similarity%s: not computed (%s)", where, comparison.problem)
+        else:
+            log.info("similarity%s: %d similar pairs among %d readable submissions", where, len(comparison.pairs),
+                     comparison.students)
     return found
 
 
-def _term(options: Options, assignment_id: str, students: set[str]) -> lateness.Term:
-    term = lateness.read_term(options.term)
-    if options.extensions:
-        lateness.add_extensions(term, options.extensions, assignment_id, students)
-    if options.submitted_at:
-        lateness.add_times(term, options.submitted_at, students)
+def _term(settings: GradingSettings, assignment_id: str, students: set[str]) -> lateness.Term:
+    term = lateness.read_term(Path(settings.term) if settings.term else None)
+    if settings.extensions:
+        lateness.add_extensions(term, Path(settings.extensions), assignment_id, students)
+    if settings.submitted_at:
+        lateness.add_times(term, Path(settings.submitted_at), students)
     return term
 
 
 def _apply_lateness(row: Row, term: lateness.Term) -> None:
-    row.raw_score = row.score
     at = term.submitted.get(row.student_id)
     row.submitted_at = at.isoformat() if at else ""
     row.late_by = term.late_seconds(row.student_id, row.assignment)
@@ -304,10 +348,7 @@ def _apply_lateness(row: Row, term: lateness.Term) -> None:
     row.score = max(0.0, row.raw_score - row.penalty)
 
 
-INTAKE_COLUMNS = ("student_id", "notebook", "lms", "name", "late_marked", "origin", "reupload", "problem")
-
-
-def _write_intake(path: Path, notebooks: dict[str, "_Notebook"]) -> None:
+def _write_intake(path: Path, notebooks: dict[str, _Notebook]) -> None:
     """What intake read, one line per student and notebook: where each came from in the download, the
     LMS's name and late marker, and the name a feedback file goes back under (autograder feedback)."""
     with path.open("w", newline="", encoding="utf-8") as handle:

@@ -7,7 +7,8 @@ import base64
 import io
 from pathlib import Path
 
-from autograder.grading import pages, similarity
+from autograder import pages
+from autograder.grading import similarity
 from autograder.grading.results import ClassResult
 
 
@@ -18,7 +19,7 @@ def summary_lines(result: ClassResult) -> list[str]:
         lines.append(f"{row.student_id:<24} " + (f"{row.notebook:<24} " if several else "")
                      + f"{row.status:<8} {row.score:>5g}/{row.max_score:<5g}  {row.reason}")
     graded = [row for row in result.rows if row.status.scored]
-    waiting = sum(len(row.pending) for row in result.rows)
+    waiting = sum(len(row.answers_to_grade) for row in result.rows)
     similar = sum(len(comparison.pairs) for comparison in result.similarity)
     lines.append(f"{len(result.rows)} submissions, {len(graded)} graded, "
                  f"{len(result.rows) - len(graded)} not graded"
@@ -46,11 +47,19 @@ def student_totals(result: ClassResult) -> dict[str, float]:
     return totals
 
 
-def _histogram_png(result: ClassResult) -> str:
+def load_plotting():
+    """matplotlib's pyplot, on the Agg backend (its import takes a second or two: grading calls this
+    while the notebooks run)."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot
+
+    return pyplot
+
+
+def _histogram_png(result: ClassResult) -> str:
+    pyplot = load_plotting()
 
     figure, axes = pyplot.subplots(figsize=(6, 3))
     scores = list(student_totals(result).values())
@@ -67,7 +76,8 @@ def _histogram_png(result: ClassResult) -> str:
 
 
 def write_html(result: ClassResult, path: Path | None = None) -> Path:
-    path = path or result.out / "report.html"
+    path = path or result.run.report_html
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(pages.render("grading_report.html", result=result, histogram=_histogram_png(result),
                                  rows=sorted(result.rows, key=lambda row: (row.student_id, row.notebook)),
                                  several=len(result.notebooks) > 1,

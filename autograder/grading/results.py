@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from autograder.grading.similarity import Comparison
-from autograder.grading.status import Status
+from autograder.runfolder import RunFolder, Status
 
 
 @dataclass
@@ -14,8 +14,8 @@ class Row:
     student_id: str
     assignment: str
     notebook: str = ""              # the notebook's file name (an assignment may have several)
-    score: float = 0.0              # raw_score less the late penalty
-    raw_score: float = 0.0          # what the tests gave
+    score: float = 0.0              # the points: the tests', then the hand grades', then less the late penalty
+    raw_score: float = 0.0          # the points before the late penalty: the tests' with the hand grades applied
     penalty: float = 0.0            # points taken for lateness (autograder.grading.lateness)
     submitted_at: str = ""          # ISO 8601, when known
     late_by: float = 0.0            # seconds after the (extended) due date
@@ -27,7 +27,7 @@ class Row:
     feedback: Path | None = None
     notes: list[str] = field(default_factory=list)
     overrides: list[str] = field(default_factory=list)  # points set by hand: cell, before -> after, by whom, why
-    pending: dict[str, str] = field(default_factory=dict)  # written answers awaiting a hand grade: cell -> answer
+    answers_to_grade: dict[str, str] = field(default_factory=dict)  # written answers awaiting a hand grade: cell -> answer
     reused: bool = False
     host: str = ""                  # where the notebook ran (a Dask worker's address on a cluster)
 
@@ -56,9 +56,5 @@ class ClassResult:
     similarity: list[Comparison] = field(default_factory=list)    # similar submissions, per notebook (flags only)
 
     @property
-    def max_points_path(self) -> Path:
-        return self.out / "max_points.csv"
-
-    @property
-    def csv_path(self) -> Path:
-        return self.out / "grades.csv"
+    def run(self) -> RunFolder:
+        return RunFolder(self.out, several=len(self.notebooks) > 1)

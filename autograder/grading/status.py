@@ -1,30 +1,17 @@
 """A submission's status, decided in one place from everything that is known about its run: the
-worker process's outcome (`jobs.Outcome`: bounds hit, a crash, nbgrader's facts) and the tamper
-scan's findings. Intake decides `INVALID` before anything runs."""
+worker process's outcome (`jobs.Outcome`: bounds hit, a crash, nbgrader's facts, a gradebook or
+feedback failure) and the tamper scan's findings. Intake decides `INVALID` before anything runs."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING
+
+from autograder.runfolder import Status
 
 if TYPE_CHECKING:
     from autograder.execution.jobs import Outcome
     from autograder.grading.tamper import Findings
-
-
-class Status(StrEnum):
-    GRADED = "graded"      # scored
-    FLAGGED = "flagged"    # scored (or not, when its run failed too), and the tamper scan found something
-    TIMEOUT = "timeout"    # the notebook or one of its cells ran past its time limit: 0
-    ERROR = "error"        # the run failed (memory, processes, a crash, nbgrader could not grade it): 0
-    INVALID = "invalid"    # the submission could not be read: 0, never run
-    NEEDS_MANUAL_GRADE = "needs_manual_grade"  # scored by the tests; written answers wait for a hand grade
-
-    @property
-    def scored(self) -> bool:
-        """The row's points stand (and a late penalty applies to them)."""
-        return self in (Status.GRADED, Status.FLAGGED, Status.NEEDS_MANUAL_GRADE)
 
 
 @dataclass(frozen=True)
@@ -50,12 +37,16 @@ def decide(outcome: "Outcome", findings: "Findings", timeout_s: float, memory_li
         status, reason = Status.ERROR, f"grading crashed: {outcome.crash}"
     elif result.nbgrader_failure is not None:
         status, reason = Status.ERROR, result.nbgrader_failure
+    elif result.gradebook_failure is not None:
+        status, reason = Status.ERROR, result.gradebook_failure
     elif result.timed_out_cell is not None:
         status, reason = Status.TIMEOUT, f"cell {result.timed_out_cell} ran past the time limit"
-    elif result.pending:
-        status, reason = Status.NEEDS_MANUAL_GRADE, written(result.pending)
+    elif result.answers_to_grade:
+        status, reason = Status.NEEDS_MANUAL_GRADE, written(result.answers_to_grade)
     else:
         status, reason = Status.GRADED, ""
+    if result is not None and result.feedback_failure:  # the points stand; the student gets no page
+        reason = "; ".join(filter(None, [reason, f"no feedback page: {result.feedback_failure}"]))
     keeps_points = status in (Status.GRADED, Status.NEEDS_MANUAL_GRADE)
     if findings.flagged:
         run = "" if keeps_points else f"; then {status}: {reason}"
@@ -63,13 +54,13 @@ def decide(outcome: "Outcome", findings: "Findings", timeout_s: float, memory_li
     return Decision(status, reason, keeps_points)
 
 
-def written(pending) -> str:
-    return f"written answers to grade by hand: {', '.join(pending)}"
+def written(answers_to_grade) -> str:
+    return f"written answers to grade by hand: {', '.join(answers_to_grade)}"
 
 
-def settle(status: Status, reason: str, pending) -> tuple[Status, str]:
+def after_hand_grades(status: Status, reason: str, answers_to_grade) -> tuple[Status, str]:
     """After the hand grades (overrides, the formgrader) are applied: a row that waited for them and
     has none left waiting is graded."""
     if status == Status.NEEDS_MANUAL_GRADE:
-        return (Status.NEEDS_MANUAL_GRADE, written(pending)) if pending else (Status.GRADED, "")
+        return (Status.NEEDS_MANUAL_GRADE, written(answers_to_grade)) if answers_to_grade else (Status.GRADED, "")
     return status, reason

@@ -106,12 +106,12 @@ def detect(paths: list[str]) -> str | None:
     return None
 
 
-def parse(layout: str, path: str) -> Entry | None:
-    return canvas(path) if layout == CANVAS else moodle(path)
+def parse(lms: str, path: str) -> Entry | None:
+    return canvas(path) if lms == CANVAS else moodle(path)
 
 
-def rule(layout: str) -> str:
-    return CANVAS_RULE if layout == CANVAS else MOODLE_RULE
+def rule(lms: str) -> str:
+    return CANVAS_RULE if lms == CANVAS else MOODLE_RULE
 
 
 def hidden(path: str) -> bool:

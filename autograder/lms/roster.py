@@ -10,13 +10,15 @@ versions, other rows without a student id) under the header: rows with an empty 
 
 from __future__ import annotations
 
-import csv
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder import csvfile
+from autograder.errors import AutograderError
 
-class RosterError(ValueError):
+
+class RosterError(AutograderError):
     """A roster that cannot be used as it is: the message says which file, line and column."""
 
 
@@ -45,24 +47,18 @@ def read(path: Path, match: str) -> Roster:
     """Read `path`; every id in column `match` once (a worksheet's `Identifier` as its participant id).
     Duplicates are listed with their lines, all at once."""
     key = participant_id if match == WORKSHEET_ID else (lambda value: value)
-    try:
-        text = path.read_text(encoding="utf-8-sig")   # Excel and Canvas may write a byte order mark
-    except (OSError, UnicodeDecodeError) as error:
-        raise RosterError(f"{path}: {error}") from None
-    reader = csv.DictReader(text.splitlines())
-    columns = [name.strip() for name in reader.fieldnames or []]
+    columns, lines = csvfile.read_table(path, (), error=RosterError)
     if match not in columns:
         raise RosterError(f"{path}: no column {match!r} to match students by (its columns: {', '.join(columns)})")
     students: dict[str, dict[str, str]] = {}
-    lines: dict[str, list[int]] = {}
-    for number, raw in enumerate(reader, start=2):
-        row = {(key or "").strip(): (value or "").strip() for key, value in raw.items() if key is not None}
-        student = key(row.get(match, ""))
+    numbers: dict[str, list[int]] = {}
+    for line in lines:
+        student = key(line[match])
         if not student:
             continue
-        lines.setdefault(student, []).append(number)
-        students.setdefault(student, row)
-    twice = [f"{student!r} on lines {', '.join(map(str, found))}" for student, found in lines.items() if len(found) > 1]
+        numbers.setdefault(student, []).append(line.number)
+        students.setdefault(student, line.values)
+    twice = [f"{student!r} on lines {', '.join(map(str, found))}" for student, found in numbers.items() if len(found) > 1]
     if twice:
         raise RosterError(f"{path}: the same {match} more than once (ambiguous): " + "; ".join(twice))
     if not students:

@@ -1,27 +1,46 @@
-"""How the course configures nbgrader: one function, used by the repository's nbgrader_config.py
-(so `nbgrader` run by hand behaves the same) and by the `autograder` driver.
+"""How the course configures nbgrader, and what grading runs nbgrader with.
 
-It extends nbgrader's own pipelines through their configurable preprocessor lists:
+`configure(c)` is the course's nbgrader configuration, used by the repository's nbgrader_config.py (so
+`nbgrader` run by hand behaves the same). It extends nbgrader's own pipelines through their
+configurable preprocessor lists:
 - Autograde: `InjectProfile` before `Execute`; `FilterLogNoise` in place of `IgnorePattern`;
   `LimitOutputSize` after `LimitOutput`;
 - GenerateFeedback: `HideHiddenTests` after `GetGrades`;
 and runs every kernel nbgrader starts as the grading kernel spec (`kernelspec.GRADING_KERNEL`), whose
-provisioner (`autograder.execution.provisioner.SandboxProvisioner`) gives it a sandbox of its own;
-the sandbox's mode and limits are that provisioner's traits.
+provisioner (`autograder.execution.provisioner.SandboxProvisioner`) gives it a sandbox of its own.
+
+`grading_config(course_root, settings)` is what `autograder grade` runs nbgrader with, in three
+layers, each on top of the one before: `configure`'s, then the course's own nbgrader configuration
+as nbgrader loads it (`load_course_config`: the nbgrader_config.py of Jupyter's configuration folders,
+then the course root's), then the grading settings (`autograder.settings.GradingSettings`, which the
+profile injection and the sandbox read from the configuration). So an instructor's nbgrader setting
+(a code stub, `LimitOutput`, a preprocessor of their own) reaches `autograder grade` as it reaches
+`nbgrader autograde`; only the kernel is always the grading kernel (its sandbox is not optional).
 """
 
 from __future__ import annotations
 
-from nbgrader.converters import Autograde, GenerateFeedback
-from nbgrader.preprocessors import Execute, IgnorePattern, LimitOutput
-from traitlets.config import Config
+import functools
+from pathlib import Path
 
-from autograder.execution.sandbox import Limits
+from jupyter_core.paths import jupyter_config_path
+from nbgrader.converters import Autograde, GenerateFeedback
+from nbgrader.preprocessors import Execute, IgnorePattern, IncludeHeaderFooter, InstantiateTests, LimitOutput
+from traitlets.config import Config
+from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
+
+from autograder.errors import AutograderError
 from autograder.nbgrader_setup.kernelspec import GRADING_KERNEL
 from autograder.nbgrader_setup.preprocessors import FilterLogNoise, HideHiddenTests, InjectProfile, LimitOutputSize
+from autograder.settings import GradingSettings
 
 COURSE_ID = "tf-internals"
 CELL_TIMEOUT = 600
+CONFIG_FILE = "nbgrader_config.py"
+
+
+class CourseConfigError(AutograderError):
+    """The course's nbgrader_config.py cannot be loaded: the message names the file and the error."""
 
 
 def _default(converter, trait: str) -> list:
@@ -43,21 +62,63 @@ def feedback_preprocessors() -> list:
     return steps
 
 
-def configure(c: Config, *, profile: str = "grade", cell_timeout: int = CELL_TIMEOUT, sandbox: str = "auto",
-              limits: Limits = Limits()) -> Config:
-    """Apply the course's nbgrader settings to `c` (a traitlets Config) and return it: `sandbox` is
-    the kernels' sandbox mode (auto, bwrap or none), `limits` what each kernel's sandbox may use."""
+def configure(c: Config) -> Config:
+    """Apply the course's nbgrader settings to `c` (a traitlets Config) and return it. The grading
+    settings (profile, sandbox, limits) are not set here: they are `GradingSettings`' traits, read
+    from the same configuration (`c.GradingSettings.<name>`), with their defaults."""
     c.CourseDirectory.course_id = COURSE_ID
     c.CourseDirectory.source_directory = "source"
     c.CourseDirectory.release_directory = "release"
     c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".git"]
     c.Autograde.autograde_preprocessors = autograde_preprocessors()
-    c.InjectProfile.profile = profile
-    c.Execute.timeout = cell_timeout
+    c.Execute.timeout = CELL_TIMEOUT
     c.Execute.kernel_name = GRADING_KERNEL
-    c.SandboxProvisioner.mode = sandbox
-    c.SandboxProvisioner.disk_bytes = limits.disk_bytes
-    c.SandboxProvisioner.tasks = limits.tasks
-    c.SandboxProvisioner.cpu_seconds = limits.cpu_seconds
     c.GenerateFeedback.preprocessors = feedback_preprocessors()
     return c
+
+
+@functools.lru_cache(maxsize=16)
+def _load(folder: str, modified_ns: int) -> Config:
+    try:
+        return PyFileConfigLoader(CONFIG_FILE, path=folder).load_config()
+    except ConfigFileNotFound:
+        return Config()
+    except Exception as error:  # the instructor's Python: any error it raises
+        raise CourseConfigError(f"{Path(folder) / CONFIG_FILE}: {type(error).__name__}: {error}") from None
+
+
+def load_course_config(course_root: Path) -> Config:
+    """The nbgrader configuration nbgrader itself loads for a course at `course_root`: nbgrader_config.py
+    of Jupyter's configuration folders (the user's, the environment's, the system's), then the course
+    root's on top. Each file is read once while it is unchanged."""
+    config = Config()
+    for folder in [*reversed(jupyter_config_path()), str(course_root)]:
+        path = Path(folder) / CONFIG_FILE
+        if path.is_file():
+            config.merge(_load(str(path.parent.resolve()), path.stat().st_mtime_ns))
+    return config
+
+
+def grading_config(course_root: Path, settings: GradingSettings) -> Config:
+    """What grading runs nbgrader with: the course's configuration (`configure`), the course's own
+    nbgrader configuration on top, the grading settings on top of both."""
+    c = configure(Config())
+    c.merge(load_course_config(course_root))
+    c.merge(settings.as_config())
+    if settings.cell_timeout is not None:
+        c.Execute.timeout = settings.cell_timeout
+    c.Execute.kernel_name = GRADING_KERNEL
+    return c
+
+
+def course_files(config: Config) -> list[str]:
+    """The files nbgrader reads relative to the course root (it works from there), as `config` names
+    them: nbgrader_config.py, the autotests' templates (`InstantiateTests.autotest_filename`,
+    autotests.yml) and the header and footer notebooks (`IncludeHeaderFooter`)."""
+    names = [CONFIG_FILE]
+    for owner, trait in ((InstantiateTests, "autotest_filename"), (IncludeHeaderFooter, "header"),
+                         (IncludeHeaderFooter, "footer")):
+        name = config[owner.__name__].get(trait, owner.class_traits()[trait].default_value)
+        if name and not Path(name).is_absolute():
+            names.append(name)
+    return names

@@ -11,7 +11,7 @@ from nbgrader.api import Gradebook
 from playwright.sync_api import expect
 
 from autograder.grading.cache import safe_id
-from autograder.grading.formgrade import course_dir
+from autograder.runfolder import RunFolder
 from autograder.nbgrader_setup.config import COURSE_ID
 from tests.browser import lab_ui
 from tests.browser.server import LabServer
@@ -26,12 +26,12 @@ def prepared(tmp_path_factory):
     assert graded["done"].returncode == 0, graded["done"].stderr[-2000:]
     done = run("formgrade", ASSIGNMENT, "--grades-dir", str(graded["out"]), "--prepare-only", cwd=graded["root"])
     assert done.returncode == 0, done.stderr
-    with LabServer(course_dir(graded["out"]), tmp_path_factory.mktemp("formgrade-jupyter")) as server:
+    with LabServer(RunFolder(graded["out"]).formgrade_dir, tmp_path_factory.mktemp("formgrade-jupyter")) as server:
         yield graded, server
 
 
 def manual_grade(out, student: str) -> tuple[float | None, str | None]:
-    with Gradebook(f"sqlite:///{course_dir(out) / 'gradebook.db'}", COURSE_ID) as gradebook:
+    with Gradebook(f"sqlite:///{RunFolder(out).formgrade_dir / 'gradebook.db'}", COURSE_ID) as gradebook:
         grade = gradebook.find_grade("written_why", "ps1", ASSIGNMENT, safe_id(student))
         comment = gradebook.find_comment("written_why", "ps1", ASSIGNMENT, safe_id(student))
         return grade.manual_score, comment.manual_comment
@@ -40,7 +40,7 @@ def manual_grade(out, student: str) -> tuple[float | None, str | None]:
 def test_a_written_answer_graded_in_the_formgrader_reaches_grades_csv(prepared, page):
     graded, lab = prepared
     out = graded["out"]
-    with Gradebook(f"sqlite:///{course_dir(out) / 'gradebook.db'}", COURSE_ID) as gradebook:
+    with Gradebook(f"sqlite:///{RunFolder(out).formgrade_dir / 'gradebook.db'}", COURSE_ID) as gradebook:
         notebook_id = gradebook.find_submission_notebook("ps1", ASSIGNMENT, safe_id("ann")).id
     page.goto(f"{lab.url}/lab?reset&token={lab.token}")   # logs the browser in (the formgrader's API calls need the cookie)
     lab_ui.wait_visible(page, page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader"), "the Nbgrader menu", 60)

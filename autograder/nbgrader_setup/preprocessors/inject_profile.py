@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 from papermill.parameterize import parameterize_notebook
-from traitlets import Bool, Unicode
+from traitlets import Bool
 
+from autograder.settings import GradingSettings
 from course import syllabus
 
 TAG = "injected-parameters"
@@ -21,12 +22,16 @@ TAG = "injected-parameters"
 
 class InjectProfile(NbGraderPreprocessor):
     enabled = Bool(True).tag(config=True)
-    profile = Unicode("grade", help="Name of the course profile to inject").tag(config=True)
+
+    @property
+    def profile(self) -> str:
+        return GradingSettings(parent=self).profile
 
     def preprocess(self, nb, resources):
         assignment_id = resources.get("nbgrader", {}).get("assignment") or resources.get("assignment_id")
+        profile = self.profile
         try:
-            parameters = syllabus.get(assignment_id).parameters(self.profile)
+            parameters = syllabus.get(assignment_id).parameters(profile)
         except syllabus.UnknownAssignmentError:
             # Not a course assignment (nbgrader's own fixtures, say): nothing to inject.
             self.log.info("no profile for assignment %r: parameters left as submitted", assignment_id)
@@ -38,5 +43,5 @@ class InjectProfile(NbGraderPreprocessor):
                 cell.metadata.setdefault("tags", [])
             nb.metadata.setdefault("papermill", {})
             nb = parameterize_notebook(nb, parameters, comment=f"Parameters injected by the autograder "
-                                                               f"(profile: {self.profile})")
+                                                               f"(profile: {profile})")
         return nb, resources

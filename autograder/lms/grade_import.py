@@ -2,7 +2,9 @@
 
     autograder export 01_session_vs_eager --format canvas --roster gradebook_export.csv
 
-- `canvas`: Canvas's gradebook import CSV, the layout of its gradebook export: `Student`, `ID`,
+It is given plain data: grades.csv's rows as `autograder.runfolder.read_grades` reads them.
+
+- `canvas`: Canvas's gradebook import CSV, with the columns of its gradebook export: `Student`, `ID`,
   `SIS User ID`, `SIS Login ID`, `Section`, then the assignment's column, with a `Points Possible`
   row under the header. A column named after the assignment creates a new assignment on import; the
   export reuses the roster's column when one is named `<assignment> (<canvas id>)`, so the grades go
@@ -29,7 +31,9 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.errors import AutograderError
 from autograder.lms.roster import Roster
+from autograder.runfolder import GradesLine, Status
 
 FORMATS = ("canvas", "moodle", "moodle-worksheet")
 MATCH = {"canvas": "ID", "moodle": "Email address", "moodle-worksheet": "Identifier"}  # a student id's column
@@ -38,7 +42,7 @@ CANVAS_USER_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section"
 MOODLE_USER_COLUMNS = ("First name", "Last name", "ID number", "Institution", "Department", "Email address")
 
 
-class ExportError(ValueError):
+class ExportError(AutograderError):
     """The grades cannot go to the LMS as they are: the message lists every problem."""
 
 
@@ -50,28 +54,21 @@ class Grade:
     waiting: bool = False       # written answers still wait for a hand grade: the score is not final
 
 
-def read_grades(path: Path) -> tuple[dict[str, Grade], float]:
-    """grades.csv summed per student over notebooks, and the assignment's max score."""
-    problems: list[str] = []
-    grades: dict[str, Grade] = {}
-    notebooks: dict[str, float] = {}
-    try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            for number, row in enumerate(csv.DictReader(handle), start=2):
-                student = row["student_id"]
-                if row["status"] == "error":
-                    problems.append(f"{path} line {number}: {student} has status error ({row['reason']}): re-grade it first")
-                before = grades.get(student, Grade(0.0, 0.0, True))
-                grades[student] = Grade(before.score + float(row["score"]), before.max_score + float(row["max_score"]),
-                                        before.unreadable and row["status"] == "invalid",
-                                        before.waiting or row["status"] == "needs_manual_grade")
-                notebooks[row["notebook"]] = float(row["max_score"])
-    except OSError as error:
-        raise ExportError(f"{path}: {error} (run `autograder grade` first)") from None
-    except (KeyError, ValueError) as error:
-        raise ExportError(f"{path}: not a grades.csv of `autograder grade` ({error})") from None
+def grades_of(lines: list[GradesLine]) -> tuple[dict[str, Grade], float]:
+    """grades.csv's rows summed per student over notebooks, and the assignment's max score. A row the
+    grader failed (status error) stops the import: every such row is named."""
+    problems = [f"{line.student_id} has status error on {line.notebook} ({line.reason}): re-grade it first"
+                for line in lines if line.status == Status.ERROR]
     if problems:
         raise ExportError("\n".join(problems))
+    grades: dict[str, Grade] = {}
+    notebooks: dict[str, float] = {}
+    for line in lines:
+        before = grades.get(line.student_id, Grade(0.0, 0.0, True))
+        grades[line.student_id] = Grade(before.score + line.score, before.max_score + line.max_score,
+                                        before.unreadable and line.status == Status.INVALID,
+                                        before.waiting or line.status == Status.NEEDS_MANUAL_GRADE)
+        notebooks[line.notebook] = line.max_score
     return grades, sum(notebooks.values())
 
 

@@ -1,5 +1,6 @@
-"""grades.csv: one row per student and notebook, fixed columns first, then one column per graded cell;
-max_points.csv: what each of those columns is out of, so a spreadsheet can compute rates."""
+"""Writes grades.csv (one row per student and notebook, `runfolder.GRADES_COLUMNS` first, then one
+column per graded cell) and max_points.csv (what each of those columns is out of, so a spreadsheet can
+compute rates). `autograder.runfolder.read_grades` reads grades.csv back."""
 
 from __future__ import annotations
 
@@ -7,17 +8,15 @@ import csv
 from pathlib import Path
 
 from autograder.grading.results import ClassResult
-
-COLUMNS = ("student_id", "assignment", "notebook", "submitted_at", "late_by", "raw_score", "penalty", "score",
-           "max_score", "status", "reason", "overrides", "seconds")
+from autograder.runfolder import GRADES_COLUMNS, MAX_POINTS_COLUMNS
 
 
 def write_csv(result: ClassResult, path: Path | None = None) -> Path:
-    path = path or result.csv_path
+    path = path or result.run.grades_csv
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow([*COLUMNS, *result.grade_cells])
+        writer.writerow([*GRADES_COLUMNS, *result.grade_cells])
         for row in sorted(result.rows, key=lambda r: (r.student_id, r.notebook)):
             writer.writerow([row.student_id, row.assignment, row.notebook, row.submitted_at, f"{row.late_by:g}",
                              f"{row.raw_score:g}", f"{row.penalty:g}", f"{row.score:g}", f"{row.max_score:g}",
@@ -28,11 +27,11 @@ def write_csv(result: ClassResult, path: Path | None = None) -> Path:
 
 def write_max_points(result: ClassResult, path: Path | None = None) -> Path:
     """`column,max_points`: every notebook's `score` column, then every cell column, in grades.csv's order."""
-    path = path or result.max_points_path
+    path = path or result.run.max_points_csv
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["column", "max_points"])
+        writer.writerow(MAX_POINTS_COLUMNS)
         for notebook, points in result.notebooks.items():
             writer.writerow([f"score ({notebook})" if len(result.notebooks) > 1 else "score", f"{points:g}"])
         for cell in result.grade_cells:

@@ -1,0 +1,47 @@
+"""What nbgrader says when it fails: the ERROR lines it logs, as one reason.
+
+nbgrader's converters catch a failure, log its cause (a preprocessor's own message, then the
+traceback) and raise `NbGraderException("Please see the above traceback ...")`, which names no
+cause. `errors_logged` collects what they logged at ERROR; `explain` keeps nbgrader's own messages
+and each traceback's last line (the exception and its message) and drops the generic lines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+LOGGERS = ("traitlets", "nbgrader")   # where nbgrader's converters log when no application is running
+GENERIC = ("Please see the error log", "Please see the the above traceback", "Please see the above traceback",
+           "There was an error processing")
+
+
+@contextlib.contextmanager
+def errors_logged(records: list[str]):
+    """Append the message of every ERROR record nbgrader logs inside the block to `records`."""
+    handler = logging.Handler(level=logging.ERROR)
+    handler.emit = lambda record: records.append(record.getMessage())  # type: ignore[method-assign]
+    loggers = [logging.getLogger(name) for name in LOGGERS]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+
+
+def explain(records: list[str], failure: BaseException | None = None, limit: int = 1000) -> str:
+    """nbgrader's own messages among `records`, each traceback as its last line, in order, once each;
+    `failure` (the exception that ended the run) when nbgrader logged nothing useful."""
+    said: list[str] = []
+    for record in records:
+        text = record.strip()
+        if not text or any(text.startswith(generic) for generic in GENERIC):
+            continue
+        line = text.splitlines()[-1].strip() if text.startswith("Traceback") else " ".join(text.split())
+        if line not in said:
+            said.append(line)
+    if not said:
+        said.append(f"{type(failure).__name__}: {failure}" if failure else "nbgrader failed without a message")
+    return "; ".join(said)[:limit]

@@ -1,0 +1,221 @@
+"""The folder one grading run writes, and the build folder it lives in: every path and file name of a
+run is a property here, so a rename is one line.
+
+    run = BuildFolder(layout.build).grading("01_session_vs_eager")     # build/grading/01_session_vs_eager
+    run.grades_csv, run.feedback_page("jane", "01_session_vs_eager.ipynb"), run.column(notebook, "test_1")
+
+A run folder holds:
+- `grades.csv`      one row per student and notebook: `GRADES_COLUMNS`, then one column per graded cell
+                    (`column`: the cell's grade id, `<notebook>:<grade id>` when the assignment has
+                    several notebooks); read back into typed rows by `read_grades`
+- `max_points.csv`  what the score and every cell column are out of
+- `intake.csv`      what intake read: each student's origin in the download, LMS names and markers
+- `similarity.csv`  pairs of students whose own code looks alike
+- `report.html`     the class report
+- `feedback/`       `<student>.html`, or `<student>/<notebook>.html` with several notebooks
+- `feedback.zip`    the feedback handed back through the LMS (`autograder feedback`)
+- `<format>-import.csv`  the LMS's grade import file (`autograder export`)
+- `rows/`           finished rows kept for the next run (`rows/<notebook>/` with several notebooks)
+- `jobs/`           each submission's notebook as a worker reads it, what the worker left, and each
+                    local worker's log
+- `course-<k>/`     the nbgrader course directory of local worker k (k = 0 is the template)
+- `formgrade/`      the course directory of nbgrader's formgrader (`autograder formgrade`)
+
+`Status` is the vocabulary of grades.csv's status column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from autograder import csvfile
+
+GRADES_COLUMNS = ("student_id", "assignment", "notebook", "submitted_at", "late_by", "raw_score", "penalty", "score",
+                  "max_score", "status", "reason", "overrides", "seconds")
+MAX_POINTS_COLUMNS = ("column", "max_points")
+INTAKE_COLUMNS = ("student_id", "notebook", "lms", "name", "late_marked", "origin", "reupload", "problem")
+
+
+class Status(StrEnum):
+    GRADED = "graded"      # scored
+    FLAGGED = "flagged"    # scored (or not, when its run failed too), and the tamper scan found something
+    TIMEOUT = "timeout"    # the notebook or one of its cells ran past its time limit: 0
+    ERROR = "error"        # the run failed (memory, processes, a crash, nbgrader could not grade it): 0
+    INVALID = "invalid"    # the submission could not be read: 0, never run
+    NEEDS_MANUAL_GRADE = "needs_manual_grade"  # scored by the tests; written answers wait for a hand grade
+
+    @property
+    def scored(self) -> bool:
+        """The row's points stand (and a late penalty applies to them)."""
+        return self in (Status.GRADED, Status.FLAGGED, Status.NEEDS_MANUAL_GRADE)
+
+
+def stem(notebook: str) -> str:
+    """A notebook's name without its folder and suffix: `01_session_vs_eager.ipynb` -> `01_session_vs_eager`."""
+    return Path(notebook).stem
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    root: Path
+    several: bool = False        # the assignment has several notebooks: names per notebook
+
+    def column(self, notebook: str, cell: str) -> str:
+        """A graded cell's column in grades.csv: its grade id, after the notebook's name when there are several."""
+        return f"{stem(notebook)}:{cell}" if self.several else cell
+
+    def cell_of(self, column: str, notebook: str) -> str | None:
+        """The grade id of `column` when it is a column of `notebook`, else None (`column`'s inverse)."""
+        if not self.several:
+            return column
+        prefix = f"{stem(notebook)}:"
+        return column.removeprefix(prefix) if column.startswith(prefix) else None
+
+    @property
+    def grades_csv(self) -> Path:
+        return self.root / "grades.csv"
+
+    @property
+    def max_points_csv(self) -> Path:
+        return self.root / "max_points.csv"
+
+    @property
+    def intake_csv(self) -> Path:
+        return self.root / "intake.csv"
+
+    @property
+    def similarity_csv(self) -> Path:
+        return self.root / "similarity.csv"
+
+    @property
+    def report_html(self) -> Path:
+        return self.root / "report.html"
+
+    @property
+    def feedback_dir(self) -> Path:
+        return self.root / "feedback"
+
+    def feedback_page(self, student_id: str, notebook: str) -> Path:
+        """Where a student's feedback page on a notebook is (nbgrader's, hidden tests removed)."""
+        if self.several:
+            return self.feedback_dir / student_id / f"{stem(notebook)}.html"
+        return self.feedback_dir / f"{student_id}.html"
+
+    @property
+    def feedback_zip(self) -> Path:
+        return self.root / "feedback.zip"
+
+    def lms_import(self, fmt: str) -> Path:
+        return self.root / f"{fmt}-import.csv"
+
+    @property
+    def rows_dir(self) -> Path:
+        return self.root / "rows"
+
+    def rows_of(self, notebook: str) -> Path:
+        return self.rows_dir / stem(notebook) if self.several else self.rows_dir
+
+    @property
+    def jobs_dir(self) -> Path:
+        return self.root / "jobs"
+
+    def job_dir(self, student: str, notebook: str) -> Path:
+        """A job's folder: `student` is the student's safe id (the name inside nbgrader's folders)."""
+        return self.jobs_dir / student / stem(notebook)
+
+    def worker_log(self, number: int) -> Path:
+        """What local worker `number` wrote to its standard error (nbgrader's log, a crash)."""
+        return self.jobs_dir / f"worker-{number}.log"
+
+    def workspace(self, number: int) -> Path:
+        """The nbgrader course directory of local worker `number` (0: the template the others copy)."""
+        return self.root / f"course-{number}"
+
+    def workspaces(self) -> list[Path]:
+        return sorted(self.root.glob("course-*"))
+
+    @property
+    def formgrade_dir(self) -> Path:
+        return self.root / "formgrade"
+
+
+@dataclass(frozen=True)
+class BuildFolder:
+    """`build/`: generated, git-ignored."""
+    root: Path
+
+    def grading(self, assignment: str) -> RunFolder:
+        return RunFolder(self.root / "grading" / assignment)
+
+    def demo(self, assignment: str) -> Path:
+        """The demo class of `make run`: `submissions/`, its run folder `grading/` and `grade.log`."""
+        return self.root / "demo" / assignment
+
+    def demo_submissions(self, assignment: str) -> Path:
+        return self.demo(assignment) / "submissions"
+
+    def demo_grading(self, assignment: str) -> RunFolder:
+        return RunFolder(self.demo(assignment) / "grading")
+
+    def demo_log(self, assignment: str) -> Path:
+        return self.demo(assignment) / "grade.log"
+
+    @property
+    def report_html(self) -> Path:
+        return self.root / "report.html"
+
+    @property
+    def student_bundle(self) -> Path:
+        return self.root / "student-bundle.zip"
+
+
+@dataclass(frozen=True)
+class GradesLine:
+    """One row of grades.csv, typed."""
+    student_id: str
+    assignment: str
+    notebook: str
+    submitted_at: str
+    late_by: float
+    raw_score: float
+    penalty: float
+    score: float
+    max_score: float
+    status: Status
+    reason: str
+    overrides: str
+    seconds: float
+    cells: dict[str, float | None]     # cell column -> points; None: not scored (an empty cell)
+
+
+def _grades_line(line: csvfile.Line) -> GradesLine:
+    try:
+        status = Status(line["status"])
+    except ValueError:
+        raise csvfile.BadLine(f"status {line['status']!r} is not one of {', '.join(Status)}") from None
+    numbers = {name: csvfile.number(line, name) for name in ("late_by", "raw_score", "penalty", "score",
+                                                              "max_score", "seconds")}
+    cells = {}
+    for column, value in line.values.items():
+        if column not in GRADES_COLUMNS:
+            cells[column] = csvfile.number(line, column) if value else None
+    return GradesLine(line["student_id"], line["assignment"], line["notebook"], line["submitted_at"],
+                      status=status, reason=line["reason"], overrides=line["overrides"], cells=cells, **numbers)
+
+
+def read_grades(path: Path) -> list[GradesLine]:
+    """grades.csv as typed rows; every malformed line is named with its file and number."""
+    return csvfile.parse(path, GRADES_COLUMNS, _grades_line, hint=" (run `autograder grade` first)")
+
+
+def read_max_points(path: Path) -> dict[str, float]:
+    """max_points.csv: column -> what it is out of."""
+    lines = csvfile.parse(path, MAX_POINTS_COLUMNS, lambda line: (line["column"], csvfile.number(line, "max_points")),
+                          hint=" (run `autograder grade` first)")
+    return dict(lines)
+
+
+def read_intake(path: Path) -> list[csvfile.Line]:
+    return csvfile.read(path, INTAKE_COLUMNS, hint=" (run `autograder grade` first)")

@@ -1,0 +1,133 @@
+"""Every setting of a grading run, declared once: the traits of `GradingSettings`.
+
+    c.GradingSettings.timeout = 900          # in the course's nbgrader_config.py, or
+    autograder grade 04_xla --timeout 900    # on the command line, on top of it
+
+Each trait has its type, its default and its help; `autograder grade`'s options are made from them
+(`autograder.cli`: `--<name>`, or the trait's `flag` tag, with its `metavar` tag), so the command line,
+the course's nbgrader configuration and the code read the same record. The record travels whole: to
+a worker in its job.json (`autograder.execution.protocol`), to a Dask task pickled; nbgrader gets it as
+a traitlets `Config` section (`as_config`), and the classes that use a setting inside nbgrader (the
+`InjectProfile` preprocessor, the kernel sandbox's provisioner) read it from the configuration they
+are given, as `GradingSettings(parent=self)`. `Limits` is what one kernel's sandbox may use, as the
+sandbox takes it; its defaults are the traits' defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from traitlets import Bool, Enum, Float, Int, Unicode, validate
+from traitlets.config import Config, Configurable
+
+from course import syllabus
+
+SANDBOX_MODES = ("auto", "bwrap", "none")
+GB = 2**30
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one kernel's sandbox may use besides memory and wall clock (the watchdog's)."""
+    disk_bytes: int = GB          # each of /tmp (the working folder) and /dev/shm; also the largest file
+    tasks: int = 1024             # processes and threads
+    cpu_seconds: int = 0          # CPU time per process; 0: none
+
+
+def database_url(url: str) -> str:
+    """An SQLAlchemy URL as nbgrader's documentation and users write it, for the driver this
+    environment ships: `postgresql://...` (and Heroku's `postgres://...`) name no driver, and
+    SQLAlchemy 2.1 picks psycopg 3 for them, while the lock installs psycopg2 (psycopg2-binary).
+    A URL that names its driver (`postgresql+psycopg2://`, `sqlite:///...`) is left as it is."""
+    scheme, separator, rest = url.partition("://")
+    if separator and scheme in ("postgresql", "postgres"):
+        return f"postgresql+psycopg2://{rest}"
+    return url
+
+
+class GradingSettings(Configurable):
+    """The settings of `autograder grade`: the command line's options, and `c.GradingSettings.<name>` in
+    the course's nbgrader_config.py (the options win)."""
+
+    profile = Enum(syllabus.PROFILES, default_value="grade",
+                   help="the course profile whose parameters are injected over the student's parameters cell"
+                   ).tag(config=True)
+    workers = Int(None, allow_none=True, help="submissions graded at once on this machine (default: one per core)"
+                  ).tag(config=True, metavar="N")
+    timeout = Float(600.0, help="wall-clock seconds per notebook: past it the notebook's kernel is killed "
+                                "(status timeout)").tag(config=True, metavar="SECONDS")
+    cell_timeout = Int(None, allow_none=True,
+                       help="seconds one cell may run (nbgrader's Execute.timeout): past it the cell is "
+                            "interrupted (status timeout); default: Execute.timeout of the course's nbgrader "
+                            "configuration").tag(config=True, metavar="SECONDS")
+    memory_limit = Float(6.0, help="resident memory of a notebook's worker and kernel, in GB: past it both are "
+                                   "killed (status error)").tag(config=True, metavar="GB")
+    force = Bool(False, help="re-grade submissions already graded with the same content").tag(config=True)
+    sandbox = Enum(SANDBOX_MODES, default_value="auto",
+                   help="a bubblewrap sandbox for every kernel: bwrap (fail when it cannot start one), none, or "
+                        "auto (bwrap when it works, else none, said so)").tag(config=True)
+    disk_limit = Float(Limits.disk_bytes / GB,
+                       help="size of each kernel sandbox's /tmp (its working folder) and /dev/shm, and its largest "
+                            "file, in GB").tag(config=True, metavar="GB")
+    task_limit = Int(Limits.tasks, help="processes and threads of a notebook's worker and kernel"
+                     ).tag(config=True, metavar="N")
+    cpu_limit = Float(Limits.cpu_seconds, help="CPU seconds per process of a kernel's sandbox; 0: none (the wall "
+                                               "clock bounds it anyway)").tag(config=True, metavar="SECONDS")
+    scheduler = Unicode(None, allow_none=True,
+                        help="run the notebooks on a dask.distributed cluster, e.g. tcp://head-node:8786"
+                        ).tag(config=True, metavar="ADDRESS")
+    db_url = Unicode(None, allow_none=True,
+                     help="keep the gradebook in this database (an SQLAlchemy URL as nbgrader takes it), e.g. "
+                          "postgresql://grader@db/gradebook; default: a SQLite file per worker"
+                     ).tag(config=True, flag="--db", metavar="URL")
+    term = Unicode(None, allow_none=True, help="due dates and the late penalty (TOML); default: term.toml in the "
+                                               "course root, if any").tag(config=True, metavar="FILE")
+    extensions = Unicode(None, allow_none=True, help="per-student due dates (CSV: student_id,assignment,due)"
+                         ).tag(config=True, metavar="CSV")
+    submitted_at = Unicode(None, allow_none=True,
+                           help="submission times (CSV: student_id,submitted_at, ISO 8601 with an offset); a "
+                                "submission without one is on time").tag(config=True, metavar="CSV")
+    overrides = Unicode(None, allow_none=True,
+                        help="points set by hand (CSV: student_id,cell,points,comment,grader); default: "
+                             "overrides/<assignment>.csv in the course root, if any; they survive --force"
+                        ).tag(config=True, metavar="CSV")
+
+    @validate("db_url")
+    def _database_url(self, proposal):
+        return database_url(proposal["value"]) if proposal["value"] else proposal["value"]
+
+    @validate("workers", "timeout", "memory_limit", "disk_limit", "task_limit", "cell_timeout")
+    def _positive(self, proposal):
+        value = proposal["value"]
+        if value is not None and value <= 0:
+            raise ValueError(f"{proposal['trait'].name} must be positive, got {value}")
+        return value
+
+    @validate("cpu_limit")
+    def _not_negative(self, proposal):
+        if proposal["value"] < 0:
+            raise ValueError(f"{proposal['trait'].name} must be 0 or more, got {proposal['value']}")
+        return proposal["value"]
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(disk_bytes=int(self.disk_limit * GB), tasks=self.task_limit, cpu_seconds=int(self.cpu_limit))
+
+    @property
+    def local_workers(self) -> int:
+        """How many submissions this machine grades at once."""
+        return self.workers or os.cpu_count() or 1
+
+    @property
+    def memory_bytes(self) -> int:
+        return int(self.memory_limit * GB)
+
+    def as_config(self) -> Config:
+        """These settings as the configuration section that gives them back (`GradingSettings(config=...)`)."""
+        return Config({type(self).__name__: self.trait_values(config=True)})
+
+    def key(self) -> list:
+        """What of these settings decides a notebook's grade (the re-run cache keys rows on it)."""
+        return [self.profile, self.timeout, self.cell_timeout, self.memory_limit, self.sandbox, self.disk_limit,
+                self.task_limit, self.cpu_limit]
