@@ -18,8 +18,9 @@ minus the lifetime of the job's kernel (its start, its cells, its shutdown), i.e
 around the student's own execution, split into nbgrader's own work (its autograde's bookkeeping, its
 feedback page: the peer pays them too) and ours; and ours beyond the peer per notebook, from the walls.
 On a machine that other work shares, the walls move with the load (run it on an idle one); the CPU
-seconds of each side's processes (their getrusage, kernels included) move much less, and show
-whether ours does more work than the peer.
+seconds of each side's grading processes (getrusage: nbgrader's processes, or our driver and workers;
+the sandboxed kernels are not counted on either side) move much less, and show whether ours does more
+work around the kernels than the peer.
 """
 
 from __future__ import annotations
@@ -70,8 +71,9 @@ def _nbgrader_course(layout: Layout, assignment: str, students: list[Path], cour
 
 
 def _children_cpu() -> float:
-    """CPU seconds of every finished process this one started and waited for, with theirs (a kernel
-    counts once its worker has waited for it)."""
+    """CPU seconds of every finished process this one started and waited for, with theirs. The
+    sandboxed kernels are not among them (their bwrap sandbox's CPU time does not reach the process
+    that started it), on either side: this is the grading processes' own CPU, nbgrader's and ours."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
@@ -161,7 +163,8 @@ def main() -> int:
           f"{medians['peer'] / medians['ours']:.2f} (goal >= 1.0); run by run: "
           + " ".join(f"{peer / ours:.2f}" for peer, ours in zip(runs["peer"], runs["ours"])))
     cpu = {"serial": CPU["plain1"], "peer": CPU[f"plain{args.workers}"], "ours": CPU["ours"]}
-    print("CPU seconds of every process of a side (less sensitive to other load than the wall): "
+    print("CPU seconds of a side's grading processes, kernels not included (less sensitive to other load "
+          "than the wall): "
           + ", ".join(f"{side} {statistics.median(values):.1f}" for side, values in cpu.items() if values)
           + f"; ours / peer {statistics.median(cpu['ours']) / statistics.median(cpu['peer']):.2f}")
     parts = {name: statistics.median(job[name] for job in per_job) for name in per_job[0]}
