@@ -10,8 +10,9 @@ every side writes grades and a feedback page per student:
 - hand-split peer: the class split into N parts by hand, each part graded the same way in a course
   directory of its own, the N processes side by side (DESIGN.md section 8: the peer to beat);
 - ours: `autograder grade --workers N --force`.
-Each side runs `--repeat` times, in turn, and the medians are compared: the ratio ours / peer is the
-peer's time over ours (goal: at least 1.0). Neither side's generation of the assignment is timed
+Each side runs `--repeat` times, in turn (the order reversed every other run, so that a load that
+grows or falls during the benchmark does not favour one side), and the medians are compared: the
+ratio ours / peer is the peer's time over ours (goal: at least 1.0). Neither side's generation of the assignment is timed
 (nbgrader's `generate_assignment` before, ours on a warm-up run with an empty class, as a re-grade
 reuses it). The overhead per notebook is read from ours' worker results: the worker's time on a job
 minus the lifetime of the job's kernel (its start, its cells, its shutdown), i.e. what grading adds
@@ -143,14 +144,19 @@ def main() -> int:
         (folder / "nobody").mkdir()
         autograder(layout, args.assignment, folder / "nobody", folder / "ours", args.workers)   # generates once
         for run in range(args.repeat):
+            sides = {"peer": lambda: plain_nbgrader(layout, args.assignment, class_dir, folder / f"peer{run}",
+                                                    args.workers),
+                     "ours": lambda: autograder(layout, args.assignment, class_dir, folder / "ours", args.workers)}
             if not args.no_serial:
-                runs["serial"].append(plain_nbgrader(layout, args.assignment, class_dir, folder / f"serial{run}", 1))
-            runs["peer"].append(plain_nbgrader(layout, args.assignment, class_dir, folder / f"peer{run}",
-                                               args.workers))
-            runs["ours"].append(autograder(layout, args.assignment, class_dir, folder / "ours", args.workers))
+                sides["serial"] = lambda: plain_nbgrader(layout, args.assignment, class_dir, folder / f"serial{run}", 1)
+            order = list(sides) if run % 2 == 0 else list(reversed(sides))   # a drift of the load hits both
+            for side in order:
+                runs[side].append(sides[side]())
             per_job += overheads(folder / "ours")
-            print(f"run {run + 1}: " + ", ".join(f"{side} {times[-1]:.1f} s" for side, times in runs.items() if times),
-                  flush=True)
+            print(f"run {run + 1} ({', '.join(order)}): "
+                  + ", ".join(f"{side} {runs[side][-1]:.1f} s" for side in order)
+                  + f"; grading processes' CPU: peer {CPU[f'plain{args.workers}'][-1]:.1f} s, "
+                    f"ours {CPU['ours'][-1]:.1f} s", flush=True)
     medians = {side: statistics.median(times) for side, times in runs.items() if times}
     print(f"{args.students} correct submissions of {args.assignment}, grades and a feedback page each, every "
           f"kernel in a sandbox of its own; medians of {args.repeat} runs")
