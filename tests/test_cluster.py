@@ -164,6 +164,52 @@ def test_a_worker_killed_mid_run_loses_no_submission(course, local_run, tmp_path
             "the job the doomed worker was running was run again on the survivor"
 
 
+JOB_STARTED, JOB_MAY_END = threading.Event(), threading.Event()
+
+
+def job_that_waits(template: bytes, settings: GradingSettings, job) -> object:
+    """Stands for `executors.run_on_worker` on an in-process Dask worker: ends when the test says."""
+    from autograder.execution import jobs
+
+    JOB_STARTED.set()
+    assert JOB_MAY_END.wait(60), "the test never let the job end"
+    return jobs.Outcome(0.5, host="in-process")
+
+
+def test_the_dask_executor_sees_its_jobs_end_after_another_client_of_the_process_closes(monkeypatch, tmp_path):
+    """A program (the test above, a notebook) that has a Dask client of its own, made after the
+    grader's and closed while the jobs run: the grader still sees every job end. (Dask's
+    as_completed tracked the futures on the newest default client's event loop, which that close
+    stopped: the jobs finished on the cluster and the grader waited for them for ever.)"""
+    from distributed import Client, LocalCluster
+
+    from autograder.execution import executors, jobs
+    from autograder.nbgrader_setup.workspace import Workspace
+
+    monkeypatch.setattr(executors, "run_on_worker", job_that_waits)
+    JOB_STARTED.clear()
+    JOB_MAY_END.clear()
+    (tmp_path / "course").mkdir()
+    job = jobs.Job("ada", "ada", ASSIGNMENT, f"{ASSIGNMENT}.ipynb", b"{}")
+    seen: list = []
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as local:
+        executor = executors.DaskExecutor(local.scheduler_address, GradingSettings())
+        try:
+            own = Client(local.scheduler_address, timeout=30)
+            grading = threading.Thread(target=lambda: seen.extend(
+                executor.run_all([job], [Workspace(tmp_path / "course", ASSIGNMENT)])))
+            grading.start()
+            assert JOB_STARTED.wait(60), "the job did not start"
+            own.close()
+            JOB_MAY_END.set()
+            grading.join(timeout=60)
+            assert not grading.is_alive(), "the grader did not see its job end"
+        finally:
+            JOB_MAY_END.set()
+            executor.close()
+    assert [(done.student, outcome.host) for done, outcome in seen] == [("ada", "in-process")]
+
+
 def kernel_below(pid: int) -> bool:
     """Whether a Jupyter kernel runs among the descendants of process `pid`."""
     import psutil

@@ -173,3 +173,20 @@ def test_the_cache_key_changes_with_the_submission_the_source_and_the_settings(t
     assert cache.get(submission(b"two")) is None, "another submission"
     assert Cache(tmp_path / "rows", b"source v2", ["grade", 600]).get(first) is None, "another source"
     assert Cache(tmp_path / "rows", b"source", ["ci", 600]).get(first) is None, "other settings"
+
+
+def test_the_report_draws_the_score_histogram_itself(tmp_path):
+    """One bar per point, a student's total over the notebooks in the bin of its whole points, the full
+    score in the last bin; drawn as SVG in the page (no plotting library), its texts escaped."""
+    from autograder.grading import report
+    from autograder.grading.results import ClassResult, Row
+
+    rows = [Row("ann", "<ps1>", notebook="a.ipynb", score=1.5, max_score=2), Row("ann", "<ps1>", notebook="b.ipynb",
+            score=2, max_score=2), Row("bob", "<ps1>", notebook="a.ipynb", score=0, max_score=2),
+            Row("cy", "<ps1>", notebook="a.ipynb", score=4, max_score=2)]
+    result = ClassResult("<ps1>", rows, [], 4.0, tmp_path, notebooks={"a.ipynb": 2.0, "b.ipynb": 2.0})
+    drawn = report.histogram(result)
+    assert drawn.counts == [1, 0, 0, 1, 1] and drawn.y_ticks == [0, 1]
+    assert drawn.x_label == "score (points, out of 4)"
+    page = report.write_html(result).read_text(encoding="utf-8")
+    assert page.count("<rect") == 5 and "&lt;ps1&gt;: scores of 3 students" in page and "<ps1>" not in page

@@ -18,9 +18,10 @@ from typing import Callable
 import psutil
 
 POLL_SECONDS = 0.25
-# the tree is walked again every this many polls (a new process counts within a second); between two
-# walks the memory and tasks of the processes already known are measured
-TREE_EVERY = 4
+# the tree is walked again every this many polls (a new process counts within two seconds; a walk reads
+# every process of the machine, 7 ms on the 2-core build machine); between two walks the memory and
+# tasks of the processes already known are measured
+TREE_EVERY = 8
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def watch(root: psutil.Process, finished: Callable[[float], bool], *, start: flo
     peak, known, polls = 0, [root], 0
     timed_out = memory_exceeded = tasks_exceeded = False
     while not finished(POLL_SECONDS):
-        if polls % TREE_EVERY == 0:   # finding the descendants reads every process of the machine
+        if polls % TREE_EVERY == 0:
             known = _tree(root) or known[:1]
         polls += 1
         rss, count = _usage(known)

@@ -143,7 +143,9 @@ class DaskExecutor:
         from distributed import Client
 
         try:
-            self.client = Client(address, timeout=CONNECT_SECONDS)
+            # not the process's default client: a program that grades beside clients of its own (a
+            # notebook, a test that watches the cluster) keeps its default, and `run_all` names this one
+            self.client = Client(address, timeout=CONNECT_SECONDS, set_as_default=False)
         except (OSError, TimeoutError) as error:
             raise ClusterError(f"cannot reach the Dask scheduler at {address}: {error}") from None
         try:
@@ -175,7 +177,11 @@ class DaskExecutor:
         futures = {self.client.submit(run_on_worker, template, self.settings, job, pure=False,
                                       key=f"grade-{job.assignment}-{job.student}-{Path(job.notebook_name).stem}-{run}",
                                       resources=self.resources): job for job in batch}
-        for future in as_completed(futures):
+        # as_completed tracks the futures on the event loop it is given, else on the loop of the
+        # process's newest default client: another client made after this one (a test's own) and
+        # closed while the jobs run would take the tracking with it, and the jobs' ends would never
+        # be seen. This client's loop lives as long as the futures do.
+        for future in as_completed(futures, loop=self.client.loop):
             try:
                 outcome = future.result()
             except Exception as error:  # KilledWorker (it took down every worker it ran on), a lost task...

@@ -142,7 +142,6 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
         plan = _plan(graded, spaces, settings)
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:   # flags, not grades: meanwhile
             similar = aside.submit(_similar, graded, plan.releases)
-            aside.submit(report.load_plotting)   # the report's plotting library, loaded before it is needed
             rows = execute(graded, plan, executor, spaces, settings, progress)
             similar_pairs = similar.result()
     finally:

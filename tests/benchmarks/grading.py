@@ -10,16 +10,18 @@ every side writes grades and a feedback page per student:
 - hand-split peer: the class split into N parts by hand, each part graded the same way in a course
   directory of its own, the N processes side by side (DESIGN.md section 8: the peer to beat);
 - ours: `autograder grade --workers N --force`.
-Each side runs `--repeat` times, in turn, and the medians are compared: the ratio ours / peer is the
-peer's time over ours (goal: at least 1.0). Neither side's generation of the assignment is timed
+Each side runs `--repeat` times, in turn (the order reversed every other run, so that a load that
+grows or falls during the benchmark does not favour one side), and the medians are compared: the
+ratio ours / peer is the peer's time over ours (goal: at least 1.0). Neither side's generation of the assignment is timed
 (nbgrader's `generate_assignment` before, ours on a warm-up run with an empty class, as a re-grade
 reuses it). The overhead per notebook is read from ours' worker results: the worker's time on a job
 minus the lifetime of the job's kernel (its start, its cells, its shutdown), i.e. what grading adds
 around the student's own execution, split into nbgrader's own work (its autograde's bookkeeping, its
 feedback page: the peer pays them too) and ours; and ours beyond the peer per notebook, from the walls.
 On a machine that other work shares, the walls move with the load (run it on an idle one); the CPU
-seconds of each side's processes (their getrusage, kernels included) move much less, and show
-whether ours does more work than the peer.
+seconds of each side's grading processes (getrusage: nbgrader's processes, or our driver and workers;
+the sandboxed kernels are not counted on either side) move much less, and show whether ours does more
+work around the kernels than the peer.
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ def _nbgrader_course(layout: Layout, assignment: str, students: list[Path], cour
 
 
 def _children_cpu() -> float:
-    """CPU seconds of every finished process this one started and waited for, with theirs (a kernel
-    counts once its worker has waited for it)."""
+    """CPU seconds of every finished process this one started and waited for, with theirs. The
+    sandboxed kernels are not among them (their bwrap sandbox's CPU time does not reach the process
+    that started it), on either side: this is the grading processes' own CPU, nbgrader's and ours."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
@@ -141,14 +144,19 @@ def main() -> int:
         (folder / "nobody").mkdir()
         autograder(layout, args.assignment, folder / "nobody", folder / "ours", args.workers)   # generates once
         for run in range(args.repeat):
+            sides = {"peer": lambda: plain_nbgrader(layout, args.assignment, class_dir, folder / f"peer{run}",
+                                                    args.workers),
+                     "ours": lambda: autograder(layout, args.assignment, class_dir, folder / "ours", args.workers)}
             if not args.no_serial:
-                runs["serial"].append(plain_nbgrader(layout, args.assignment, class_dir, folder / f"serial{run}", 1))
-            runs["peer"].append(plain_nbgrader(layout, args.assignment, class_dir, folder / f"peer{run}",
-                                               args.workers))
-            runs["ours"].append(autograder(layout, args.assignment, class_dir, folder / "ours", args.workers))
+                sides["serial"] = lambda: plain_nbgrader(layout, args.assignment, class_dir, folder / f"serial{run}", 1)
+            order = list(sides) if run % 2 == 0 else list(reversed(sides))   # a drift of the load hits both
+            for side in order:
+                runs[side].append(sides[side]())
             per_job += overheads(folder / "ours")
-            print(f"run {run + 1}: " + ", ".join(f"{side} {times[-1]:.1f} s" for side, times in runs.items() if times),
-                  flush=True)
+            print(f"run {run + 1} ({', '.join(order)}): "
+                  + ", ".join(f"{side} {runs[side][-1]:.1f} s" for side in order)
+                  + f"; grading processes' CPU: peer {CPU[f'plain{args.workers}'][-1]:.1f} s, "
+                    f"ours {CPU['ours'][-1]:.1f} s", flush=True)
     medians = {side: statistics.median(times) for side, times in runs.items() if times}
     print(f"{args.students} correct submissions of {args.assignment}, grades and a feedback page each, every "
           f"kernel in a sandbox of its own; medians of {args.repeat} runs")
@@ -161,7 +169,8 @@ def main() -> int:
           f"{medians['peer'] / medians['ours']:.2f} (goal >= 1.0); run by run: "
           + " ".join(f"{peer / ours:.2f}" for peer, ours in zip(runs["peer"], runs["ours"])))
     cpu = {"serial": CPU["plain1"], "peer": CPU[f"plain{args.workers}"], "ours": CPU["ours"]}
-    print("CPU seconds of every process of a side (less sensitive to other load than the wall): "
+    print("CPU seconds of a side's grading processes, kernels not included (less sensitive to other load "
+          "than the wall): "
           + ", ".join(f"{side} {statistics.median(values):.1f}" for side, values in cpu.items() if values)
           + f"; ours / peer {statistics.median(cpu['ours']) / statistics.median(cpu['peer']):.2f}")
     parts = {name: statistics.median(job[name] for job in per_job) for name in per_job[0]}
