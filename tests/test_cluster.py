@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -208,6 +209,165 @@ def test_the_dask_executor_sees_its_jobs_end_after_another_client_of_the_process
             JOB_MAY_END.set()
             executor.close()
     assert [(done.student, outcome.host) for done, outcome in seen] == [("ada", "in-process")]
+
+
+LAST_JOB_STARTED = threading.Event()
+
+
+def job_that_waits_unless_ada(template: bytes, settings: GradingSettings, job) -> object:
+    """Stands for `executors.run_on_worker`: ada's job ends at once, any other waits for the test."""
+    from autograder.execution import jobs
+
+    if job.student != "ada":
+        LAST_JOB_STARTED.set()
+        assert JOB_MAY_END.wait(60), "the test never let the job end"
+    return jobs.Outcome(0.5, host="in-process")
+
+
+def test_the_dask_executor_gives_up_on_a_cluster_left_without_workers(monkeypatch, tmp_path):
+    """The only worker is closed in the middle of a job and none joins: the run ends with a
+    ClusterError naming the scheduler and the wait, once the cluster has had no worker for the
+    (here shortened) bound; the job done before keeps its outcome, the one not done gets one saying why."""
+    from distributed import LocalCluster
+
+    from autograder.execution import executors, jobs
+    from autograder.nbgrader_setup.workspace import Workspace
+
+    monkeypatch.setattr(executors, "run_on_worker", job_that_waits_unless_ada)
+    LAST_JOB_STARTED.clear()
+    JOB_MAY_END.clear()
+    (tmp_path / "course").mkdir()
+    batch = [jobs.Job(student, student, ASSIGNMENT, f"{ASSIGNMENT}.ipynb", b"{}") for student in ("ada", "bo")]
+    seen: list = []
+    raised: list = []
+    first_seen = threading.Event()
+
+    def grade(executor) -> None:
+        try:
+            for job, outcome in executor.run_all(batch, [Workspace(tmp_path / "course", ASSIGNMENT)]):
+                seen.append((job.student, outcome))
+                first_seen.set()
+        except BaseException as error:  # surfaced below
+            raised.append(error)
+
+    # two threads on the one worker: ada's job ends while bo's is still running
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0") as local:
+        executor = executors.DaskExecutor(local.scheduler_address, GradingSettings())
+        executor.workerless_seconds, executor.look_seconds = 2.0, 0.2
+        try:
+            grading = threading.Thread(target=grade, args=(executor,))
+            grading.start()
+            assert LAST_JOB_STARTED.wait(60) and first_seen.wait(60), "the jobs did not start"
+            (worker,) = local.workers.values()
+            closed_at = time.monotonic()
+            local.sync(worker.close, executor_wait=False)   # bo's job is still running on it
+            # a bound on a hang, not on speed: the run must end a little after the 2 s bound
+            grading.join(timeout=60)
+            ended_after = time.monotonic() - closed_at
+            assert not grading.is_alive(), "the grader did not give up on a cluster without workers"
+        finally:
+            JOB_MAY_END.set()
+            executor.close()
+    assert [type(error) for error in raised] == [executors.ClusterError], raised
+    message = str(raised[0])
+    waited = re.search(rf"the Dask scheduler at {re.escape(local.scheduler_address)} has had no worker for (\d+) s",
+                       message)
+    assert waited and int(waited.group(1)) >= 2, message
+    assert ended_after >= executor.workerless_seconds, "it gave up before the cluster was without workers for the bound"
+    assert [student for student, _ in seen] == ["ada", "bo"]
+    assert seen[0][1].host == "in-process" and not seen[0][1].crash and not seen[0][1].not_run
+    assert seen[1][1].result is None and waited.group(0) in seen[1][1].crash, seen[1][1]
+    assert seen[1][1].not_run, "the job given up on is marked as never run (its row is not kept)"
+    assert "--force" not in message and "grades just those" in message
+
+
+def full_marks_outcome() -> object:
+    from autograder.execution import jobs
+    from autograder.execution.protocol import WorkerResult
+
+    return jobs.Outcome(0.5, host="in-process", result=WorkerResult(score=6.0, max_score=6.0))
+
+
+def job_that_waits_for_all_but_ada(template: bytes, settings: GradingSettings, job) -> object:
+    """Stands for `executors.run_on_worker`: ada's job ends at once with full marks, any other waits
+    for the test."""
+    if job.student_id != "ada":
+        LAST_JOB_STARTED.set()
+        assert JOB_MAY_END.wait(60), "the test never let the job end"
+    return full_marks_outcome()
+
+
+RAN: list[str] = []
+
+
+def full_marks(template: bytes, settings: GradingSettings, job) -> object:
+    """Stands for `executors.run_on_worker`: the job ends at once with full marks; its student is in `RAN`."""
+    RAN.append(job.student_id)
+    return full_marks_outcome()
+
+
+def test_a_class_whose_cluster_lost_its_workers_is_written_and_a_plain_rerun_grades_the_rest(monkeypatch, course,
+                                                                                              tmp_path):
+    """grade_class on a cluster whose only worker goes in the middle of the class: grades.csv still has
+    every student (ada graded, the rest an error row that says the cluster could not run it) before the
+    ClusterError reaches the caller; a plain re-run (no --force) on a live cluster grades exactly the
+    students not run, and reuses ada's row."""
+    from distributed import LocalCluster
+
+    from autograder.execution import executors
+
+    monkeypatch.setattr(executors, "run_on_worker", job_that_waits_for_all_but_ada)
+    monkeypatch.setattr(executors, "WORKERLESS_SECONDS", 2.0)
+    monkeypatch.setattr(executors, "LOOK_SECONDS", 0.2)
+    LAST_JOB_STARTED.clear()
+    JOB_MAY_END.clear()
+    out = tmp_path / "out"
+    readable = {*HONEST, "eve", "blank"}
+    outcome: dict = {}
+    ada_done = threading.Event()
+
+    def grade(address: str) -> None:
+        def progress(line: str) -> None:
+            if line.split("] ")[-1].startswith("ada:"):
+                ada_done.set()
+        try:
+            outcome["result"] = grade_class(ASSIGNMENT, course["source"], course["submissions"], out,
+                                            settings=GradingSettings(timeout=TIMEOUT, scheduler=address),
+                                            progress=progress)
+        except BaseException as error:  # surfaced below
+            outcome["error"] = error
+
+    # a thread per job: every job starts at once, ada's ends, the others wait on the worker that goes
+    with LocalCluster(n_workers=1, threads_per_worker=len(readable), processes=False, dashboard_address=":0") as local:
+        try:
+            grading = threading.Thread(target=grade, args=(local.scheduler_address,))
+            grading.start()
+            assert LAST_JOB_STARTED.wait(120) and ada_done.wait(120), "the jobs did not start"
+            (worker,) = local.workers.values()
+            local.sync(worker.close, executor_wait=False)
+            grading.join(timeout=120)   # a bound on a hang: the run gives up 2 s after the worker went
+            assert not grading.is_alive(), "the grader did not give up on a cluster without workers"
+        finally:
+            JOB_MAY_END.set()
+    assert type(outcome.get("error")) is executors.ClusterError, outcome
+    with (out / "grades.csv").open(encoding="utf-8") as handle:
+        written = {row["student_id"]: row for row in csv.DictReader(handle)}
+    assert {student: row["status"] for student, row in written.items()} == {
+        "ada": "graded", "broken": "invalid", **{student: "error" for student in readable - {"ada"}}}
+    for student in readable - {"ada"}:
+        assert "the cluster could not run it: the Dask scheduler at" in written[student]["reason"], written[student]
+    assert sorted(path.name for path in (out / "rows").iterdir()) == [f"{safe_id('ada')}.json"], \
+        "only the row that ran is kept"
+
+    monkeypatch.setattr(executors, "run_on_worker", full_marks)
+    RAN.clear()
+    outcome.clear()
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0") as local:
+        grade(local.scheduler_address)
+    assert "error" not in outcome, outcome
+    assert sorted(RAN) == sorted(readable - {"ada"}), "a plain re-run grades exactly the students not run"
+    rows = {row.student_id: row for row in outcome["result"].rows}
+    assert rows["ada"].reused and {rows[student].status for student in readable} == {"graded"}
 
 
 def kernel_below(pid: int) -> bool:

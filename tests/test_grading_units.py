@@ -190,3 +190,73 @@ def test_the_report_draws_the_score_histogram_itself(tmp_path):
     assert drawn.x_label == "score (points, out of 4)"
     page = report.write_html(result).read_text(encoding="utf-8")
     assert page.count("<rect") == 5 and "&lt;ps1&gt;: scores of 3 students" in page and "<ps1>" not in page
+
+
+def test_a_cluster_is_given_up_on_after_the_bound_without_a_worker():
+    """autograder.execution.executors.WorkerlessWatch (fast: no cluster): the time without a worker
+    counts from the first count of none, and a worker seen starts it again."""
+    from autograder.execution.executors import WorkerlessWatch
+
+    watch = WorkerlessWatch(bound=120)
+    assert watch.saw(2, now=0) is None
+    assert watch.saw(0, now=10) is None          # the workers are gone from here
+    assert watch.saw(0, now=129) is None         # 119 s without one
+    assert watch.saw(1, now=131) is None         # one joined: it starts again
+    assert watch.saw(0, now=140) is None
+    assert watch.saw(0, now=259) is None
+    assert watch.saw(0, now=260) == 120
+
+
+def test_a_row_the_grader_never_ran_is_not_cached_and_a_stopped_cluster_still_gives_every_row(tmp_path):
+    """autograder.grading.pipeline.execute and cache.Cache (fast: a stand-in executor, no Dask, no kernel):
+    the rows that ran (graded, error) are kept for the next run; a job the cluster could not run (lost,
+    or given up on before it ran) gets an error row that says why, which is not kept, so a plain re-run
+    grades exactly those; the ClusterError comes back beside the rows, for grade_class to raise once
+    grades.csv is written."""
+    from autograder.execution import executors
+    from autograder.execution.jobs import Job, Outcome
+    from autograder.execution.protocol import WorkerResult
+    from autograder.grading import intake, lateness, pipeline
+    from autograder.grading.cache import Cache, safe_id
+    from autograder.runfolder import RunFolder, Status
+    from autograder.settings import GradingSettings
+
+    name = "ps1.ipynb"
+    students = [intake.Submission(student, f"{student}/{name}", f"{student}'s notebook".encode())
+                for student in ("ada", "bo", "chen", "dora")]
+    run = RunFolder(tmp_path / "out")
+    cache = Cache(run.rows_of(name), b"source", {"profile": "cpu"})
+    notebook = pipeline._Notebook(tmp_path / name, {"t": 2.0}, students, cache)
+    graded = pipeline._Class("ps1", tmp_path, run, {name: notebook}, lateness.Term(), [])
+    plan = pipeline._Plan([], [], {}, {})
+    for submission in students:
+        plan.in_flight[safe_id(submission.student_id), name] = (submission, tamper.Findings())
+        plan.batch.append(Job(safe_id(submission.student_id), submission.student_id, "ps1", name,
+                              submission.notebook_bytes))
+    stop = executors.ClusterError("the Dask scheduler at tcp://x:8786 has had no worker for 120 s")
+
+    class StoppingExecutor:
+        """ada graded, bo crashed, chen's task lost; then the cluster stops before dora's outcome."""
+        def run_all(self, batch, spaces):
+            ada, bo, chen, _dora = batch
+            yield ada, Outcome(1.0, result=WorkerResult(score=2.0, max_score=2.0, cells={"t": 2.0}))
+            yield bo, Outcome(1.0, crash="Killed")
+            yield chen, executors.not_run("KilledWorker: lost")
+            raise stop
+
+    rows, stopped = pipeline.execute(graded, plan, StoppingExecutor(), [], GradingSettings(), progress=lambda _: None)
+    assert stopped is stop
+    by_student = {row.student_id: row for row in rows}
+    assert [(student, by_student[student].status, by_student[student].not_run) for student in sorted(by_student)] == [
+        ("ada", Status.GRADED, False), ("bo", Status.ERROR, False), ("chen", Status.ERROR, True),
+        ("dora", Status.ERROR, True)]
+    assert "the cluster could not run it: KilledWorker: lost" in by_student["chen"].reason
+    assert f"the cluster could not run it: {stop}" in by_student["dora"].reason
+    # the next run: the rows that ran are reused, the two never run are graded (no row to reuse)
+    again = Cache(run.rows_of(name), b"source", {"profile": "cpu"})
+    assert {submission.student_id: getattr(again.get(submission), "status", None) for submission in students} == {
+        "ada": Status.GRADED, "bo": Status.ERROR, "chen": None, "dora": None}
+    assert again.get(students[0]).reused and not again.get(students[0]).not_run
+    # a never-run row does not replace the row kept for the same submission either
+    again.put(students[0], by_student["dora"])
+    assert again.get(students[0]).status == Status.GRADED

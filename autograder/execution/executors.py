@@ -12,7 +12,11 @@ Both executors take the same `jobs.Job`s and yield the same `jobs.Outcome`s, as 
   other (safe to run twice) and workers need the course's environment but no shared file system.
   The `gpu` profile asks for the `GPU` resource, so it only lands on workers started with
   `--resources GPU=1`, and a task on such a worker sees only that worker's GPU (`gpu_devices`). A worker that dies mid-job loses nothing: the scheduler runs its tasks again
-  elsewhere (`distributed.scheduler.allowed-failures`), and a job is safe to run twice.
+  elsewhere (`distributed.scheduler.allowed-failures`), and a job is safe to run twice. A cluster
+  left with no worker that can take the jobs for `WORKERLESS_SECONDS` is given up on: every job not
+  yet done gets an outcome saying so (a row), then `run_all` raises `ClusterError`. A job the cluster
+  could not run (a task it lost, a cluster given up on) gets an outcome marked `not_run` (by `not_run`):
+  its row is not kept between runs, so the next run grades it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import os
 import queue
 import tarfile
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -35,10 +40,35 @@ from autograder.settings import GradingSettings
 # what a task needs of the course directory: not the students' folders of an earlier run
 TEMPLATE_SKIPS = ("submitted", "autograded", "feedback")
 CONNECT_SECONDS = 30
+# a bound on a dead cluster, not on speed: how long a run waits, with jobs left, while the scheduler
+# has no worker that can take them (all lost, none joined) before it gives up with a ClusterError.
+# A slow job on a live worker never meets it. `DaskExecutor.workerless_seconds` (tests shorten it)
+WORKERLESS_SECONDS = 120.0
+# how often, while jobs are left, the scheduler is asked for its workers (and the longest one asking
+# may take): `DaskExecutor.look_seconds`
+LOOK_SECONDS = 2.0
 
 
 class ClusterError(AutograderError):
     """The cluster cannot take the jobs: unreachable, no workers, or none with the needed resource."""
+
+
+class WorkerlessWatch:
+    """How long a cluster has had no worker, from the worker counts it is shown and when (monotonic
+    seconds): `saw` gives that time once it reaches `bound`, else None. A worker seen starts it again."""
+
+    def __init__(self, bound: float):
+        self.bound = bound
+        self.since: float | None = None
+
+    def saw(self, workers: int, now: float) -> float | None:
+        if workers:
+            self.since = None
+            return None
+        if self.since is None:
+            self.since = now
+        waited = now - self.since
+        return waited if waited >= self.bound else None
 
 
 class LocalExecutor:
@@ -87,6 +117,12 @@ def pack(workspace: Workspace) -> bytes:
             if child.name not in TEMPLATE_SKIPS:
                 archive.add(child, arcname=child.name)
     return buffer.getvalue()
+
+
+def not_run(why: str) -> jobs.Outcome:
+    """The outcome of a job the cluster did not run to the end (a task it lost, a cluster given up on):
+    a crash that says why, marked `not_run` so that its row is not kept and the next run grades it."""
+    return jobs.Outcome(0.0, crash=f"the cluster could not run it: {why}"[:300], not_run=True)
 
 
 def _course_directory(packed: bytes) -> bytes:
@@ -148,6 +184,9 @@ class DaskExecutor:
             self.client = Client(address, timeout=CONNECT_SECONDS, set_as_default=False)
         except (OSError, TimeoutError) as error:
             raise ClusterError(f"cannot reach the Dask scheduler at {address}: {error}") from None
+        self.address = address
+        self.workerless_seconds = WORKERLESS_SECONDS
+        self.look_seconds = LOOK_SECONDS
         try:
             self.client.wait_for_workers(1, timeout=CONNECT_SECONDS)
         except TimeoutError:
@@ -181,12 +220,65 @@ class DaskExecutor:
         # process's newest default client: another client made after this one (a test's own) and
         # closed while the jobs run would take the tracking with it, and the jobs' ends would never
         # be seen. This client's loop lives as long as the futures do.
-        for future in as_completed(futures, loop=self.client.loop):
-            try:
-                outcome = future.result()
-            except Exception as error:  # KilledWorker (it took down every worker it ran on), a lost task...
-                outcome = jobs.Outcome(0.0, crash=f"the cluster could not run it: {type(error).__name__}: {error}"[:300])
-            yield futures[future], outcome
+        done = as_completed(futures, loop=self.client.loop)
+        watch = WorkerlessWatch(self.workerless_seconds)
+        next_look = time.monotonic() + self.look_seconds
+        while not done.is_empty():
+            for future in done.next_batch(block=False):
+                yield futures.pop(future), self._outcome(future)
+            if done.is_empty():
+                break
+            # its tracker queues a future, then notifies under this lock: checked under it, none is missed
+            # (and nothing that takes `done`'s own lock is called under it: the tracker takes both)
+            with done.thread_condition:
+                if not done.has_ready():
+                    done.thread_condition.wait(timeout=max(0.0, next_look - time.monotonic()))
+            if time.monotonic() < next_look:
+                continue
+            waited = watch.saw(self._able_workers(), time.monotonic())
+            next_look = time.monotonic() + self.look_seconds
+            if waited is not None:
+                yield from self._give_up(futures, done, waited)
+
+    def _outcome(self, future) -> jobs.Outcome:
+        try:
+            return future.result()
+        except Exception as error:  # KilledWorker (it took down every worker it ran on), a lost task...
+            return not_run(f"{type(error).__name__}: {error}")
+
+    def _able_workers(self) -> int:
+        """How many workers the scheduler has that can take the jobs (with the GPU resource, for the
+        gpu profile); 0 when it does not answer within `look_seconds`."""
+        try:
+            info = self.client.sync(self.client.scheduler.identity, n_workers=-1,
+                                    callback_timeout=self.look_seconds)
+        except (OSError, TimeoutError):   # a lost connection too (CommClosedError is an OSError)
+            return 0
+        workers = info.get("workers", {})
+        if not self.resources:
+            return len(workers)
+        return sum(1 for worker in workers.values()
+                   if all(worker.get("resources", {}).get(name, 0) >= amount for name, amount in self.resources.items()))
+
+    def _give_up(self, futures: dict, done, waited: float) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
+        """The cluster has had no worker for `waited` seconds: the jobs done meanwhile, then every job
+        left with a `not_run` outcome that says why (a row, as for a task the cluster lost, that the next
+        run grades), its task cancelled; then the ClusterError."""
+        for future in done.next_batch(block=False):
+            yield futures.pop(future), self._outcome(future)
+        able = " with the GPU resource" if self.resources else ""
+        problem = (f"the Dask scheduler at {self.address} has had no worker{able} for {waited:.0f} s "
+                   f"(the bound is {self.workerless_seconds:g} s)")
+        left = dict(futures)
+        futures.clear()
+        try:
+            self.client.cancel(list(left))
+        except (OSError, TimeoutError):
+            pass   # a scheduler that does not answer has nothing to cancel for us
+        for job in left.values():
+            yield job, not_run(problem)
+        raise ClusterError(f"{problem}: gave up on {len(left)} submission(s) not yet graded, each with an error "
+                           "row that says so; start workers and grade again: the next run grades just those")
 
     def close(self) -> None:
         self.client.close()

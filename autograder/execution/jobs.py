@@ -62,6 +62,7 @@ class Outcome:
     result: WorkerResult | None = None  # what autograder.execution.worker found (nbgrader's scores, failures)
     feedback_html: str | None = None
     host: str = ""               # where it ran: this machine's name, or the Dask worker's address
+    not_run: bool = False        # the cluster did not run it to the end (`executors.not_run`): its row is not kept
 
 
 def environment(profile: str, gpu_devices: str | None = None) -> dict[str, str]:

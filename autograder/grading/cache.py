@@ -1,4 +1,5 @@
-"""Finished rows kept between runs, so a re-run grades only what changed."""
+"""Finished rows kept between runs, so a re-run grades only what changed, and what was never graded:
+a row of a submission the grader never ran (`Row.not_run`: the cluster could not run it) is not kept."""
 
 from __future__ import annotations
 
@@ -45,6 +46,9 @@ class Cache:
         return row
 
     def put(self, submission: intake.Submission, row: Row) -> None:
+        """Keep `row` for the next run, unless it was never run (`Row.not_run`): then the next run grades it."""
+        if row.not_run:
+            return
         path = self.folder / f"{safe_id(submission.student_id)}.json"
         path.write_text(json.dumps({"format": ROW_FORMAT, "key": self.key(submission), "row": row.as_json()}),
                         encoding="utf-8")

@@ -12,6 +12,9 @@ Every student gets a row whatever they submitted. `grade_class` runs five named 
 - `execute`: the jobs on the executor, each outcome becoming a row as it arrives;
 - `settle`:  the points set by hand and the late penalties applied to every row;
 - `write`:   grades.csv, max_points.csv, similarity.csv and report.html in the run folder.
+A cluster that stops taking jobs (`executors.ClusterError` from `run_all`) still gets its class
+written: every submission it did not run has an error row that says why, and the error is raised
+after `write`. Such a row (`Row.not_run`) is not cached, so a plain re-run grades exactly those.
 Local workers start first, so they import nbgrader while the driver reads the class; the similarity
 of the submissions is computed beside the grading (it reads the submissions, never the grades).
 The run writes only under `out` (`autograder.runfolder.RunFolder` names every file). Workers never
@@ -142,12 +145,15 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
         plan = _plan(graded, spaces, settings)
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:   # flags, not grades: meanwhile
             similar = aside.submit(_similar, graded, plan.releases)
-            rows = execute(graded, plan, executor, spaces, settings, progress)
+            rows, stopped = execute(graded, plan, executor, spaces, settings, progress)
             similar_pairs = similar.result()
     finally:
         executor.close()
     settle(graded, rows)
-    return write(graded, rows, similar_pairs)
+    result = write(graded, rows, similar_pairs)
+    if stopped is not None:
+        raise stopped   # grades.csv holds the rows done and the reason of each not run
+    return result
 
 
 def _check(settings: GradingSettings) -> None:
@@ -201,9 +207,11 @@ def _plan(graded: _Class, spaces: list[Workspace], settings: GradingSettings) ->
 
 
 def execute(graded: _Class, plan: _Plan, executor, spaces: list[Workspace], settings: GradingSettings,
-            progress: Callable[[str], None]) -> list[Row]:
+            progress: Callable[[str], None]) -> tuple[list[Row], executors.ClusterError | None]:
     """Every job run on `executor` with the course directories `spaces`; each outcome a row (its
-    feedback page written, its cache entry kept) as it arrives."""
+    feedback page written, its cache entry kept unless it never ran) as it arrives. When the cluster
+    stops taking jobs (a `ClusterError`), every job without an outcome gets a row that says why it was
+    not run, and the error comes back beside the rows for `grade_class` to raise once they are written."""
     rows: list[Row] = []
     total = len(plan.rows) + len(plan.batch)
 
@@ -215,16 +223,27 @@ def execute(graded: _Class, plan: _Plan, executor, spaces: list[Workspace], sett
     for row in plan.rows:
         finish(row)
     graded.run.feedback_dir.mkdir(exist_ok=True)
-    for job, outcome in executor.run_all(plan.batch, spaces):
+    left = {(job.student, job.notebook_name): job for job in plan.batch}
+
+    def take(job: jobs.Job, outcome: jobs.Outcome) -> None:
+        del left[job.student, job.notebook_name]
         submission, findings = plan.in_flight[job.student, job.notebook_name]
         row = _row(submission, graded, job.notebook_name, outcome, findings, settings)
         if outcome.feedback_html is not None:
             row.feedback = graded.run.feedback_page(submission.student_id, job.notebook_name)
             row.feedback.parent.mkdir(parents=True, exist_ok=True)
             row.feedback.write_text(outcome.feedback_html, encoding="utf-8")
-        graded.notebooks[job.notebook_name].cache.put(submission, row)
+        graded.notebooks[job.notebook_name].cache.put(submission, row)   # not when it never ran
         finish(row)
-    return rows
+
+    try:
+        for job, outcome in executor.run_all(plan.batch, spaces):
+            take(job, outcome)
+    except executors.ClusterError as error:
+        for job in list(left.values()):   # none when the executor gave each an outcome before raising
+            take(job, executors.not_run(str(error)))
+        return rows, error
+    return rows, None
 
 
 def settle(graded: _Class, rows: list[Row]) -> None:
@@ -293,7 +312,8 @@ def _row(submission: intake.Submission, graded: _Class, notebook: str, outcome: 
          findings: tamper.Findings, settings: GradingSettings) -> Row:
     decision = decide(outcome, findings, settings.timeout, settings.memory_limit, settings.task_limit)
     row = Row(submission.student_id, graded.assignment_id, notebook=notebook, seconds=outcome.seconds,
-              host=outcome.host, status=decision.status, reason=decision.reason, notes=findings.notes)
+              host=outcome.host, status=decision.status, reason=decision.reason, notes=findings.notes,
+              not_run=outcome.not_run)
     if outcome.result is not None:
         row.max_score = outcome.result.max_score
         if decision.keeps_points:

@@ -30,9 +30,11 @@ class Row:
     answers_to_grade: dict[str, str] = field(default_factory=dict)  # written answers awaiting a hand grade: cell -> answer
     reused: bool = False
     host: str = ""                  # where the notebook ran (a Dask worker's address on a cluster)
+    not_run: bool = False           # never graded: the cluster could not run it (jobs.Outcome.not_run); not kept
 
     def as_json(self) -> dict:
         data = asdict(self)
+        del data["not_run"]   # only rows that ran are stored (Cache.put): the stored shape stays ROW_FORMAT's
         data["feedback"] = str(self.feedback) if self.feedback else None
         return data
 
