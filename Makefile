@@ -17,7 +17,7 @@ PROFILE ?= ci
 export PATH := $(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: run test test-fast test-gpu gpu-runner release release-check lab student-bundle doctor lock conda-lock clean venv bench bench-training system-packages
+.PHONY: run test test-fast test-gpu gpu-runner release release-check lab student-bundle doctor lock conda-lock clean venv bench bench-training bench-lessons system-packages
 
 venv: $(STAMP)
 
@@ -127,6 +127,13 @@ bench: $(STAMP)
 
 # Benchmark, not a test: how often each correct route passes the tests that grade a trained model
 # (02's colour model, 03's fine-tuned classifier), over 10 seeds under the grade profile, with the
-# median notebook time (about 25 minutes on 2 cores).
+# median notebook time, and from the same runs the numbers the lessons rest on (02's plotted model
+# against copying the last frame; 03's pretraining against its baselines and the learning curve of
+# pretrained against scratch): per seed, then medians, min-max and smallest margins (tests/benchmarks/).
 bench-training: $(STAMP)
 	$(BIN)/python -m tests.benchmarks.training --seeds 10
+
+# The same runner for the lessons' numbers at the notebooks' default sizes (the parameters cell as
+# written, no profile injected), 5 seeds, reference solutions only.
+bench-lessons: $(STAMP)
+	$(BIN)/python -m tests.benchmarks.training --profile default --seeds 5 --reference-only

@@ -22,12 +22,20 @@ def _require(**words: str) -> None:
 
 
 def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], *, title: str, xlabel: str, ylabel: str,
-          logx: bool = False, logy: bool = False, marker: str = "o") -> Figure:
-    """One line per series against the same x, with a legend."""
+          logx: bool = False, logy: bool = False, marker: str = "o",
+          bands: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None) -> Figure:
+    """One line per series against the same x, with a legend. `bands` maps a series' label to (low,
+    high) values at the same x, drawn as a shaded band in the line's colour (e.g. the spread over seeds)."""
     _require(title=title, xlabel=xlabel, ylabel=ylabel)
+    unknown = sorted(set(bands or {}) - set(series))
+    if unknown:
+        raise ValueError(f"bands for series that are not drawn: {unknown}")
     figure, axes = pyplot.subplots(figsize=(6.4, 4))
     for label, values in series.items():
-        axes.plot(list(x), list(values), marker=marker, label=label)
+        line, = axes.plot(list(x), list(values), marker=marker, label=label)
+        if bands and label in bands:
+            low, high = bands[label]
+            axes.fill_between(list(x), list(low), list(high), color=line.get_color(), alpha=0.2, linewidth=0)
     axes.set(title=title, xlabel=xlabel, ylabel=ylabel)
     if logx:
         axes.set_xscale("log")

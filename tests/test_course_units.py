@@ -257,6 +257,24 @@ def test_plots_have_titles_and_labelled_axes(tmp_path):
     assert len(grid.axes) == 6
 
 
+def test_lines_shade_a_series_spread_in_its_own_colour():
+    import matplotlib
+    import numpy as np
+
+    matplotlib.use("Agg")
+    from course import plotting
+
+    figure = plotting.lines([16, 32], {"pretrained": [0.7, 0.8], "random": [0.5, 0.6]}, title="Curve",
+                            xlabel="labelled examples", ylabel="accuracy", bands={"random": ([0.4, 0.5], [0.6, 0.7])})
+    axes = figure.axes[0]
+    (band,) = axes.collections
+    vertices = band.get_paths()[0].vertices
+    assert vertices[:, 1].min() == 0.4 and vertices[:, 1].max() == 0.7, "the band spans low to high"
+    assert np.allclose(band.get_facecolor()[0][:3], matplotlib.colors.to_rgb(axes.get_lines()[1].get_color()))
+    with pytest.raises(ValueError, match="not drawn"):
+        plotting.lines([1], {"a": [1]}, title="t", xlabel="x", ylabel="y", bands={"b": ([0], [1])})
+
+
 def test_image_grid_draws_grey_panels_on_one_shared_scale():
     """Per-panel autoscaling would show a faint prediction (max 0.2) as bright as the truth (max 1)."""
     import matplotlib

@@ -100,3 +100,30 @@ def test_word_order_task_sizes():
     assert texts == [] and labels.shape == (0,)
     with pytest.raises(ValueError):
         text_corpus.word_order_task(-1, seed=0)
+
+
+def test_reviews_keep_one_sentiment_and_end_with_its_verdict():
+    documents, labels = text_corpus.reviews(200, seed=3)
+    again, _ = text_corpus.reviews(200, seed=3)
+    assert again == documents, "the same seed gives the same reviews"
+    assert set(labels.tolist()) == {0, 1}
+    for document, label in zip(documents, labels):
+        assert 3 <= len(document) <= 6
+        assert document[-1] in text_corpus.VERDICTS[label], document
+        for sentence in document[:-1]:
+            if sentence.startswith("we "):
+                assert sentence.split()[1] == ("loved" if label else "hated"), sentence
+                assert sentiment(sentence.split(" , ")[1]) == label, sentence
+                continue
+            if " but " in sentence:
+                first, second = sentence.split(" but ")
+                assert sentiment(first) == 1 - label and sentiment(second) == label, sentence
+            else:
+                assert all(sentiment(clause) == label for clause in sentence.split(" and ")), sentence
+
+
+def test_reviews_reject_bad_sizes():
+    with pytest.raises(ValueError, match="count"):
+        text_corpus.reviews(-1, seed=0)
+    with pytest.raises(ValueError, match="sentences"):
+        text_corpus.reviews(2, seed=0, sentences=(1, 3))

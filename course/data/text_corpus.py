@@ -12,6 +12,12 @@ cannot solve: every sentence joins two opposite clauses with "but", and the labe
 sentiment of the clause after "but" ("the food was good but the service was slow" is negative;
 the same words in the other order are positive). Clauses may be negated ("was not good").
 
+`reviews(count, seed)` generates documents written in the task's own small language: short reviews,
+each positive or negative throughout, whose sentences are clauses like the task's joined by "and"
+(same sentiment) or "but" (the second clause carries the review's sentiment), "we loved the room ,
+it was quiet", and a closing verdict ("we will not come back"). Unlabelled text where the context
+predicts many words: what masked-language-model pretraining needs to learn something in minutes.
+
 Nothing here downloads anything, and nothing here solves an exercise.
 """
 
@@ -158,3 +164,56 @@ def word_order_task(count: int, seed: int, negation_rate: float = 0.25) -> tuple
         texts.append(f"{clauses[0]} but {clauses[1]}")
         labels[index] = 1 - first_sentiment
     return texts, labels
+
+
+# Generated reviews: unlabelled text in the task's language ---------------------------------------
+
+VERDICTS = (("we will not come back", "i would not recommend it", "we hated it"),
+            ("we will come back", "i would recommend it", "we loved it"))
+
+
+def _review_clause(rng: np.random.Generator, noun: str, sentiment: int, negation_rate: float) -> str:
+    negated = bool(rng.random() < negation_rate)
+    words = POSITIVE if sentiment != negated else NEGATIVE
+    return _clause(noun, words[rng.integers(len(words))], negated)
+
+
+def reviews(count: int, seed: int, *, sentences: tuple[int, int] = (3, 6),
+            negation_rate: float = 0.25) -> tuple[list[list[str]], np.ndarray]:
+    """`count` generated reviews (documents, each a list of sentences) and their sentiments (1 positive).
+
+    A review has one sentiment throughout. Each of its sentences but the last is, with equal odds,
+    one clause "the NOUN was [not] ADJECTIVE" of that sentiment, two such clauses joined by "and", a
+    clause of the opposite sentiment "but" one of the review's, or "we loved (hated) the NOUN , it was
+    [not] ADJECTIVE"; the last sentence is a verdict ("we will come back", "i would not recommend
+    it", ...). Clauses use the word-order task's nouns and adjectives and its negation rule. The
+    number of sentences is drawn from `sentences` (inclusive). Deterministic given `seed`.
+    """
+    if count < 0:
+        raise ValueError(f"count must be >= 0, got {count}")
+    low, high = sentences
+    if not 2 <= low <= high:
+        raise ValueError(f"sentences must be (low, high) with 2 <= low <= high, got {sentences}")
+    rng = np.random.default_rng(seed)
+    documents, sentiments = [], np.zeros(count, dtype=np.int32)
+    for index in range(count):
+        sentiment = int(rng.integers(2))
+        document = []
+        for _ in range(int(rng.integers(low, high + 1)) - 1):
+            kind = int(rng.integers(4))
+            first, second = (NOUNS[noun] for noun in rng.choice(len(NOUNS), size=2, replace=False))
+            if kind == 0:
+                document.append(_review_clause(rng, first, sentiment, negation_rate))
+            elif kind == 1:
+                document.append(f"{_review_clause(rng, first, sentiment, negation_rate)} and "
+                                f"{_review_clause(rng, second, sentiment, negation_rate)}")
+            elif kind == 2:
+                document.append(f"{_review_clause(rng, first, 1 - sentiment, negation_rate)} but "
+                                f"{_review_clause(rng, second, sentiment, negation_rate)}")
+            else:
+                judged = _review_clause(rng, first, sentiment, negation_rate).split(" was ", 1)[1]
+                document.append(f"we {'loved' if sentiment else 'hated'} the {first} , it was {judged}")
+        document.append(VERDICTS[sentiment][rng.integers(len(VERDICTS[sentiment]))])
+        documents.append(document)
+        sentiments[index] = sentiment
+    return documents, sentiments

@@ -1,6 +1,8 @@
-"""Benchmark, not a test: how often a correct solution passes the tests that grade a trained model.
+"""Benchmark, not a test: how often a correct solution passes the tests that grade a trained model,
+and the numbers the notebooks' lessons rest on, from the same runs.
 
     .venv/bin/python -m tests.benchmarks.training [--seeds 10] [--only 03_bert_finetuning]
+        [--profile grade|default|ci|gpu] [--reference-only]
 
 Two graded tests check a model after training: 02's `test_colour_model_beats_copy_last_frame` and
 03's `test_fine_tune_classifier` (its hidden tests included). For each, and for every route to a
@@ -9,6 +11,12 @@ tests in it) under the `grade` profile with `SEED` = 0, 1, ..., N-1 and prints, 
 seeds passed that test and the median time of the whole notebook, against a third of the
 autograder's default timeout per notebook (`autograder grade --timeout`, 600 s). Other test cells
 below full marks are listed too. Goal (issue 19): at least 95 % for every route.
+
+`--profile` picks what papermill injects after the parameters cell: a profile of `course.syllabus`
+(the runner's and `course prepare`'s overrides; `grade` by default), or `default`: nothing but
+`SEED`, so the parameters cell's own sizes run (a student's laptop). The pass-rate goal and the
+200 s budget are the grade profile's; under another profile the budget column shows `-`.
+`--reference-only` skips the other routes (the lessons' numbers of a route come from its own runs).
 
 A seed passes when the test cell earns its full points as the autograder scores it: nbgrader's
 `determine_grade` on the executed cell, after the autograder's TensorFlow log filter. A test cell
@@ -21,6 +29,22 @@ and hidden accuracy, hidden accuracy over the bag of words' and accuracy with th
 Two cells the benchmark adds around the test cell read them, without changing the notebook: one
 before it records the locals of the test's own functions as they return (02's MAEs are locals of
 `check_beats_copy_last`), one after it prints them and the test's globals (03's `_accuracy`...).
+
+The lessons (`tests.benchmarks.lessons`): a last cell the benchmark appends prints, as one JSON
+line, the global dicts a notebook leaves for them, and the benchmark prints them per seed and then,
+per route, their median and min-max over the seeds and the lessons' smallest margins:
+- 02, `prediction_plot_numbers`: the plotted grey forecaster's MAE over copying the last frame
+  (below 1): median, min-max, the largest ratio (the smallest margin) and in how many seeds a model
+  was plotted (and which).
+- 03, `pretraining_numbers` (held-out pretraining pairs): MLM accuracy minus the most-frequent-token
+  accuracy, the unigram loss minus the MLM loss per masked token and NSP accuracy minus 0.5, each
+  with its median and min-max, and whether its smallest value over the seeds exceeds the spread
+  (max - min over the seeds) of the model's own number: MLM accuracy, MLM loss, NSP accuracy.
+- 03, `learning_curve_numbers` (held-out accuracy after fine-tuning on n labelled examples, the
+  pretrained backbone and the same one from random weights, paired by curve seed): per n, the
+  median over the notebook seeds of each seed's median accuracies and paired gain (pretrained minus
+  scratch), the smallest paired gain and how many (notebook seed, curve seed) pairs gained.
+A notebook without such a dict prints "not in this notebook" for it.
 
 The routes are the reference solution in source/ and the alternatives below, put in place of the
 solution cell.
@@ -41,10 +65,12 @@ from pathlib import Path
 import nbformat
 
 from autograder.nbgrader_setup.preprocessors import FilterLogNoise
-from course import kernel, syllabus
+from course import gpu, kernel, syllabus
 from course.layout import Layout
+from tests.benchmarks import lessons
 
-BUDGET_SECONDS = 600 / 3  # a third of `autograder grade`'s default --timeout
+BUDGET_SECONDS = 600 / 3  # a third of `autograder grade`'s default --timeout (a budget of the grade profile)
+DEFAULT_PROFILE = "default"  # --profile default: no profile injected, the parameters cell as written
 
 # 03, route 1 of exercise 5: the preprocessor inside the classifier, `fit` on a shuffled dataset of
 # strings (keras-hub 0.32 batches lists in order and Keras ignores shuffle= for datasets)
@@ -166,14 +192,23 @@ class Run:
     seconds: float
     failed: list[str]                  # other graded tests below full marks
     margins: dict[str, float | None]
+    lessons: dict[str, dict | str]     # the notebook's lesson dicts (tests.benchmarks.lessons), or why none
 
     @property
     def passed(self) -> bool:
         return full_marks(self.score)
 
 
-def run_once(layout: Layout, route: Route, seed: int, folder: Path) -> Run:
-    """Execute the notebook for `route` with SEED = `seed` and read the scores and margins."""
+def parameters(assignment: str, profile: str, seed: int) -> dict:
+    """What papermill injects: the profile's overrides and SEED; `default`: SEED alone, so the
+    parameters cell's own sizes stay (what a student's laptop runs)."""
+    overrides = {} if profile == DEFAULT_PROFILE else syllabus.get(assignment).parameters(profile)
+    return {**overrides, "SEED": seed}
+
+
+def run_once(layout: Layout, route: Route, seed: int, folder: Path, profile: str = "grade") -> Run:
+    """Execute the notebook for `route` under `profile` with SEED = `seed`; read the scores, the margins
+    and the lessons' numbers."""
     import papermill
 
     from course.kernel_log import KernelLogManager, kernel_log_config
@@ -188,16 +223,21 @@ def run_once(layout: Layout, route: Route, seed: int, folder: Path) -> Run:
     wanted = RECORDED_LOCALS.get(route.assignment)
     notebook.cells[test_index:test_index] = [nbformat.v4.new_code_cell(
         RECORD_LOCALS.format(wanted=wanted) if wanted else "import sys as _bench_sys\n_bench_calls = []\n")]
+    last = lessons.lesson_cell_source(route.assignment)
+    if last:
+        notebook.cells.append(nbformat.v4.new_code_cell(last))
     work = folder / f"{route.assignment}-{seed}"
     work.mkdir(parents=True)
     given, executed = work / "given.ipynb", work / "executed.ipynb"
     nbformat.write(notebook, given)
-    parameters = {**syllabus.get(route.assignment).parameters("grade"), "SEED": seed}
     started = time.perf_counter()
     try:
-        papermill.execute_notebook(str(given), str(executed), parameters=parameters, kernel_name=kernel.KERNEL_NAME,
-                                   cwd=str(work), progress_bar=False, log_output=False, allow_errors=True,
-                                   kernel_manager_class=KernelLogManager, config=kernel_log_config(work / "kernel.log"))
+        with gpu.profile_environment(profile):
+            papermill.execute_notebook(str(given), str(executed),
+                                       parameters=parameters(route.assignment, profile, seed),
+                                       kernel_name=kernel.KERNEL_NAME, cwd=str(work), progress_bar=False,
+                                       log_output=False, allow_errors=True, kernel_manager_class=KernelLogManager,
+                                       config=kernel_log_config(work / "kernel.log"))
     except papermill.PapermillExecutionError:
         pass  # every cell ran (allow_errors); the outputs say which tests failed
     seconds = time.perf_counter() - started
@@ -207,7 +247,8 @@ def run_once(layout: Layout, route: Route, seed: int, folder: Path) -> Run:
               if test != route.test_id and score is not None and not full_marks(score)]
     test_index = next((index for index, cell in enumerate(cells) if grade_id(cell) == route.test_id), None)
     margins = read_margins(cells[test_index + 1]) if test_index is not None and test_index + 1 < len(cells) else {}
-    return Run(scores.get(route.test_id), seconds, failed, margins)
+    return Run(scores.get(route.test_id), seconds, failed, margins,
+               lessons.read_lessons(route.assignment, cells) if last else {})
 
 
 def describe(run: Run) -> str:
@@ -235,24 +276,33 @@ def summarize_margins(assignment: str, runs: list[Run]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    options.add_argument("--seeds", type=int, default=10)
+    options.add_argument("--seeds", type=int, default=10, help="run SEED = 0, 1, ..., N-1 (default 10)")
     options.add_argument("--only", help="one assignment id")
+    options.add_argument("--profile", default="grade", choices=(DEFAULT_PROFILE, *syllabus.PROFILES),
+                         help="the profile injected (default grade); default: none, the parameters cell's own sizes")
+    options.add_argument("--reference-only", action="store_true",
+                         help="only the reference solution of each notebook, not the other routes")
     arguments = options.parse_args(argv)
     layout = Layout.find()
-    routes = [route for route in ROUTES if not arguments.only or route.assignment == arguments.only]
+    routes = [route for route in ROUTES if (not arguments.only or route.assignment == arguments.only)
+              and (not arguments.reference_only or route.name.startswith("reference"))]
+    budget = f"{BUDGET_SECONDS:>9.0f}" if arguments.profile == "grade" else f"{'-':>9}"
+    print(f"profile {arguments.profile}, seeds 0..{arguments.seeds - 1}")
     print(f"{'assignment':20} {'route':40} {'passed':>8} {'rate':>6} {'median s':>9} {'budget s':>9}  other failures")
     with tempfile.TemporaryDirectory(prefix="bench-training-") as scratch:
         for number, route in enumerate(routes):
             runs = []
             for seed in range(arguments.seeds):
-                runs.append(run_once(layout, route, seed, Path(scratch) / str(number)))
+                runs.append(run_once(layout, route, seed, Path(scratch) / str(number), arguments.profile))
                 print(f"  {route.assignment} {route.name}, seed {seed}: {describe(runs[-1])}", flush=True)
+                print("\n".join(lessons.describe_seed(runs[-1].lessons)), flush=True)
             passed = sum(run.passed for run in runs)
             median = statistics.median(run.seconds for run in runs)
             others = sorted({test for run in runs for test in run.failed})
             print(f"{route.assignment:20} {route.name:40} {passed:>4}/{len(runs):<3} {passed / len(runs):>6.0%} "
-                  f"{median:>9.1f} {BUDGET_SECONDS:>9.0f}  {', '.join(others) or '-'}", flush=True)
+                  f"{median:>9.1f} {budget}  {', '.join(others) or '-'}", flush=True)
             print("\n".join(summarize_margins(route.assignment, runs)), flush=True)
+            print("\n".join(lessons.summarize(route.assignment, [run.lessons for run in runs])), flush=True)
     return 0
 
 
