@@ -25,6 +25,10 @@ from course import syllabus
 
 SANDBOX_MODES = ("auto", "bwrap", "none")
 GB = 2**30
+# Similar submissions' defaults; why these values: autograder.grading.similarity, which reads them here.
+SIMILARITY_THRESHOLD = 0.5
+SIMILARITY_MIN_SHARED = 100
+SIMILARITY_TOP = 10
 
 
 @dataclass(frozen=True)
@@ -92,19 +96,33 @@ class GradingSettings(Configurable):
                         help="points set by hand (CSV: student_id,cell,points,comment,grader); default: "
                              "overrides/<assignment>.csv in the course root, if any; they survive --force"
                         ).tag(config=True, metavar="CSV")
+    similarity_threshold = Float(SIMILARITY_THRESHOLD,
+                                 help="similar submissions: a pair is listed when at least this share (0 to 1) of "
+                                      "one student's own code is found in the other's").tag(config=True, metavar="SHARE")
+    similarity_min_shared = Int(SIMILARITY_MIN_SHARED,
+                                help="similar submissions: a pair is listed only when the shared code is at least this "
+                                     "many characters (counted after renaming, without comments and spaces)").tag(config=True, metavar="CHARS")
+    similarity_top = Int(SIMILARITY_TOP, help="similar submissions: how many pairs per notebook report.html shows "
+                                              "(similarity.csv lists every pair)").tag(config=True, metavar="N")
+
+    @validate("similarity_threshold")
+    def _share(self, proposal):
+        if not 0 <= proposal["value"] <= 1:
+            raise ValueError(f"{proposal['trait'].name} must be between 0 and 1, got {proposal['value']}")
+        return proposal["value"]
 
     @validate("db_url")
     def _database_url(self, proposal):
         return database_url(proposal["value"]) if proposal["value"] else proposal["value"]
 
-    @validate("workers", "timeout", "memory_limit", "disk_limit", "task_limit", "cell_timeout")
+    @validate("workers", "timeout", "memory_limit", "disk_limit", "task_limit", "cell_timeout", "similarity_top")
     def _positive(self, proposal):
         value = proposal["value"]
         if value is not None and value <= 0:
             raise ValueError(f"{proposal['trait'].name} must be positive, got {value}")
         return value
 
-    @validate("cpu_limit")
+    @validate("cpu_limit", "similarity_min_shared")
     def _not_negative(self, proposal):
         if proposal["value"] < 0:
             raise ValueError(f"{proposal['trait'].name} must be 0 or more, got {proposal['value']}")

@@ -209,8 +209,44 @@ def test_fewer_than_two_readable_submissions_compare_nothing():
 
 def test_top_keeps_the_most_similar_pairs_in_a_fixed_order():
     many = {f"s{number}": assignment(ALICE_ORDER, ALICE_MEAN) for number in range(5)}
-    pairs = similarity.compare_class(NAME, many, RELEASE, SOURCE, top=3).pairs
-    assert [(pair.student_a, pair.student_b) for pair in pairs] == [("s0", "s1"), ("s0", "s2"), ("s0", "s3")]
+    comparison = similarity.compare_class(NAME, many, RELEASE, SOURCE, top=3)
+    assert [(pair.student_a, pair.student_b) for pair in comparison.shown] == [("s0", "s1"), ("s0", "s2"), ("s0", "s3")]
+    assert len(comparison.pairs) == 10, "every pair of the five is kept for similarity.csv"
+
+
+def test_the_thresholds_decide_which_pairs_are_listed():
+    """alice and bob share all their own code; the reference typists and the unrelated answer share
+    none of theirs beyond the reference. A threshold of 0 with no minimum lists more pairs; a minimum
+    above what alice and bob share lists none."""
+    default = similarity.compare_class(NAME, the_class(), RELEASE, SOURCE)
+    assert [(pair.student_a, pair.student_b) for pair in default.pairs] == [("alice", "bob")]
+    shared = default.pairs[0].shared
+    assert similarity.compare_class(NAME, the_class(), RELEASE, SOURCE, min_shared=shared + 1).pairs == []
+    assert similarity.compare_class(NAME, the_class(), RELEASE, SOURCE, min_shared=shared).pairs
+    loose = similarity.compare_class(NAME, the_class(), RELEASE, SOURCE, threshold=0.0, min_shared=0)
+    assert len(loose.pairs) > 1 and (loose.threshold, loose.min_shared) == (0.0, 0)
+
+
+def test_the_thresholds_are_grading_settings_and_options_of_grade(tmp_path):
+    from autograder import cli
+    from autograder.settings import GradingSettings
+    from traitlets.config import Config
+
+    settings = GradingSettings()
+    assert (settings.similarity_threshold, settings.similarity_min_shared, settings.similarity_top) == \
+        (similarity.THRESHOLD, similarity.MIN_SHARED, similarity.TOP) == (0.5, 100, 10)
+    config = Config()
+    config.GradingSettings.similarity_top = 3
+    assert GradingSettings(config=config).similarity_top == 3, "c.GradingSettings.similarity_top in nbgrader_config.py"
+    for bad in (dict(similarity_threshold=1.5), dict(similarity_threshold=-0.1), dict(similarity_top=0),
+                dict(similarity_min_shared=-1)):
+        with pytest.raises(Exception):
+            GradingSettings(**bad)
+    out = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", "--help"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    for flag in ("--similarity-threshold SHARE", "--similarity-min-shared CHARS", "--similarity-top N"):
+        assert flag in out
+    assert "similarity.csv lists every pair" in " ".join(out.split())
 
 
 def test_the_pairs_do_not_depend_on_pythons_hash_seed():
@@ -234,6 +270,25 @@ def test_similarity_csv_has_a_line_per_listed_pair(tmp_path):
     with path.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
     assert rows == [list(similarity.COLUMNS), ["alice", "bob", NAME, "1.000", "1.000"]]
+
+
+def test_similarity_csv_lists_every_pair_and_the_report_the_top(tmp_path):
+    from autograder.grading import report
+    from autograder.grading.results import ClassResult, Row
+
+    many = {f"s{number}": assignment(ALICE_ORDER, ALICE_MEAN) for number in range(5)}
+    comparison = similarity.compare_class(NAME, many, RELEASE, SOURCE, top=3)
+    path = similarity.write_csv(tmp_path / "similarity.csv", [comparison])
+    with path.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))[1:]
+    assert len(rows) == 10 and {(row[0], row[1]) for row in rows} == \
+        {(f"s{a}", f"s{b}") for a in range(5) for b in range(a + 1, 5)}
+    result = ClassResult("00", [Row(student, "00", score=1, max_score=1) for student in many], [], 1.0, tmp_path,
+                         similarity=[comparison])
+    page = report.write_html(result).read_text(encoding="utf-8")
+    assert page.count("<details>") == 3 and "the 3 most similar per notebook are shown here" in " ".join(page.split())
+    assert "7 more pairs above the threshold in <code>similarity.csv</code>" in page
+    assert "10 pairs of similar submissions" in report.summary_lines(result)[-1]
 
 
 def _submission(student: str, notebook) -> "object":
@@ -303,4 +358,8 @@ def test_a_whole_class_is_compared_and_the_top_pairs_kept(students):
     many = dict(list(many.items())[:students])
     comparison = similarity.compare_class(NAME, many, RELEASE, SOURCE)
     # every alice and bob copy pairs with every other: more than TOP pairs, of which TOP are listed
-    assert comparison.students == students and len(comparison.pairs) == (1 if students == 6 else similarity.TOP)
+    assert comparison.students == students and len(comparison.shown) == (1 if students == 6 else similarity.TOP)
+    copiers = sorted(name for name in many if name.startswith(("alice", "bob")))
+    listed = {(pair.student_a, pair.student_b) for pair in comparison.pairs}
+    every = {(a, b) for i, a in enumerate(copiers) for b in copiers[i + 1:]}
+    assert every <= listed and len(listed) == len(comparison.pairs), "similarity.csv gets every pair, once"

@@ -144,7 +144,7 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
         spaces = _workspaces(graded, settings, executor.size if not settings.scheduler else 1)
         plan = _plan(graded, spaces, settings)
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:   # flags, not grades: meanwhile
-            similar = aside.submit(_similar, graded, plan.releases)
+            similar = aside.submit(_similar, graded, plan.releases, settings)
             rows, stopped = execute(graded, plan, executor, spaces, settings, progress)
             similar_pairs = similar.result()
     finally:
@@ -324,18 +324,24 @@ def _row(submission: intake.Submission, graded: _Class, notebook: str, outcome: 
     return row
 
 
-def _similar(graded: _Class, releases: dict[str, nbformat.NotebookNode]) -> list[similarity.Comparison]:
-    """Per notebook, beside the grading: the pairs of readable submissions whose own code looks alike.
-    It reads the submissions only; a failure here is reported and leaves the grades as they are."""
+def _similar(graded: _Class, releases: dict[str, nbformat.NotebookNode],
+             settings: GradingSettings | None = None) -> list[similarity.Comparison]:
+    """Per notebook, beside the grading: the pairs of readable submissions whose own code looks alike
+    (by the settings' similarity_threshold, _min_shared and _top). It reads the submissions only; a
+    failure here is reported and leaves the grades as they are."""
+    settings = settings or GradingSettings()
+    options = dict(threshold=settings.similarity_threshold, min_shared=settings.similarity_min_shared,
+                   top=settings.similarity_top)
     found = []
     for name, notebook in graded.notebooks.items():
         readable = [submission for submission in notebook.students if submission.ok]
         try:
             comparison = similarity.compare_class(
                 name, {submission.student_id: intake.as_notebook(submission) for submission in readable},
-                releases[name], nbformat.read(notebook.path, as_version=4))
+                releases[name], nbformat.read(notebook.path, as_version=4), **options)
         except Exception as error:  # a flag that could not be computed must not stop a graded class
-            comparison = similarity.Comparison(name, len(readable), problem=f"{type(error).__name__}: {error}")
+            comparison = similarity.Comparison(name, len(readable), problem=f"{type(error).__name__}: {error}",
+                                               **options)
         found.append(comparison)
         where = f" of {name}" if len(graded.notebooks) > 1 else ""
         if comparison.problem:

@@ -78,12 +78,18 @@ def histogram(result: ClassResult) -> Histogram:
                      f"score (points, out of {result.max_score:g})", counts)
 
 
+def _similarity_options(result: ClassResult) -> dict:
+    """What the class's pairs were listed by (the same for every notebook of a run). `pairs_shown`, not
+    `top`: the template's histogram sets a `top` of its own (its margin)."""
+    first = result.similarity[0] if result.similarity else similarity.Comparison("", 0)
+    return dict(threshold=first.threshold, min_shared=first.min_shared, pairs_shown=first.top)
+
+
 def write_html(result: ClassResult, path: Path | None = None) -> Path:
     path = path or result.run.report_html
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(pages.render("grading_report.html", result=result, histogram=histogram(result),
                                  rows=sorted(result.rows, key=lambda row: (row.student_id, row.notebook)),
                                  several=len(result.notebooks) > 1,
-                                 rates=pass_rates(result), threshold=similarity.THRESHOLD,
-                                 min_shared=similarity.MIN_SHARED, top=similarity.TOP), encoding="utf-8")
+                                 rates=pass_rates(result), **_similarity_options(result)), encoding="utf-8")
     return path

@@ -1,7 +1,8 @@
 """Similar submissions: which students' own code in the solution regions looks alike (copydetect).
 
     comparison = compare_class("01_session_vs_eager.ipynb", {"alice": notebook, ...}, release, source)
-    comparison.pairs   # the top pairs, most similar first; write_csv(path, comparisons) for similarity.csv
+    comparison.pairs   # every pair above the threshold, most similar first: similarity.csv (write_csv)
+    comparison.shown   # the `top` of them, with the shared code marked: report.html
 
 Only a notebook's solution regions count: its code cells whose nbgrader metadata says `solution: true`.
 From each, the starter code (the release's text of that cell) is taken out line by line, and what the
@@ -29,6 +30,8 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder import settings
+
 # copydetect's default noise threshold: the shortest match, in filtered characters (`V=V.V(V,V=1)` is 12),
 # that counts. Guarantee threshold = noise threshold: every fingerprint is compared (window 1).
 NOISE = 25
@@ -38,12 +41,12 @@ NOISE = 25
 # variable renamed 100 %. Half sits in that gap, above copydetect's own display default (0.33, for whole
 # files): what remains here after the reference is gone can be small, and a small own code is quickly
 # half made of the k-grams around a change to the reference that another student made at the same place.
-THRESHOLD = 0.5
+THRESHOLD = settings.SIMILARITY_THRESHOLD   # `autograder grade --similarity-threshold`
 # ... and the shared code is at least this long, in filtered characters (about eight lines of code): a
 # student whose own code is a few changed lines of the reference shares, with anyone who changed the same
 # place, the k-grams that straddle the change; one or two such places must not list a pair at 100 %.
-MIN_SHARED = 4 * NOISE
-TOP = 10
+MIN_SHARED = settings.SIMILARITY_MIN_SHARED   # 4 * NOISE; `--similarity-min-shared`
+TOP = settings.SIMILARITY_TOP   # the pairs report.html shows per notebook; similarity.csv has all
 # A student's own code past this many characters in a notebook is not compared: copydetect's tokeniser
 # takes about a second per 100,000 characters, and the longest reference solution of the course (05's
 # solution regions) is about 14,000. A notebook of 20 MB of code must not hold up the report.
@@ -71,8 +74,16 @@ class Comparison:
     """One notebook of the assignment over the class."""
     notebook: str
     students: int                   # readable submissions compared
-    pairs: list[Pair] = field(default_factory=list)   # the top pairs above the threshold, most similar first
+    pairs: list[Pair] = field(default_factory=list)   # every pair above the threshold, most similar first
     problem: str = ""               # why it could not be computed (the grades stand either way)
+    threshold: float = THRESHOLD    # what the pairs were listed by (the grading settings' similarity_*)
+    min_shared: int = MIN_SHARED
+    top: int = TOP                  # how many the report shows
+
+    @property
+    def shown(self) -> list[Pair]:
+        """The pairs the report shows: the `top` most similar."""
+        return self.pairs[:self.top]
 
 
 def _solution_cells(notebook) -> dict[str, str]:
@@ -152,12 +163,12 @@ def _shown(regions: dict[str, str], slices: dict[str, object]) -> list[tuple[str
 
 
 def compare(codes: dict[str, dict[str, str]], boilerplate: list[str], notebook: str = "", *,
-            threshold: float = THRESHOLD, min_shared: int = MIN_SHARED, top: int = TOP) -> list[Pair]:
+            threshold: float = THRESHOLD, min_shared: int = MIN_SHARED, top: int | None = None) -> list[Pair]:
     """Every pair of students (their own code by id, a region per grade id), with copydetect, region by
     region (a region against the same region of the other: a k-gram that spans two regions would be
     shared by everyone who typed in the reference of both). A student's similarity is the shared part
-    of all their regions over all of them. The `top` pairs where one shares at least `threshold` of
-    their code, and `min_shared` filtered characters or more, with the other."""
+    of all their regions over all of them. Every pair (or the `top` most similar) where one shares at
+    least `threshold` of their code, and `min_shared` filtered characters or more, with the other."""
     import numpy
     from copydetect import compare_files
 
@@ -193,16 +204,19 @@ def compare(codes: dict[str, dict[str, str]], boilerplate: list[str], notebook: 
                                   _shown(codes[a], slices_a), _shown(codes[b], slices_b)))
     pairs.sort(key=lambda pair: (-pair.similarity, -min(pair.similarity_a, pair.similarity_b), -pair.shared,
                                  pair.student_a, pair.student_b))
-    return pairs[:top]
+    return pairs if top is None else pairs[:top]
 
 
-def compare_class(notebook: str, submitted: dict, release, source, *, top: int = TOP) -> Comparison:
+def compare_class(notebook: str, submitted: dict, release, source, *, threshold: float = THRESHOLD,
+                  min_shared: int = MIN_SHARED, top: int = TOP) -> Comparison:
     """One notebook over the class: `submitted` maps each student with a readable submission to it
-    (an nbformat notebook); `release` and `source` are the assignment's notebooks of that name."""
-    comparison = Comparison(notebook, len(submitted))
+    (an nbformat notebook); `release` and `source` are the assignment's notebooks of that name. Every
+    pair above the threshold is kept (`pairs`); the report shows the `top` (`shown`)."""
+    comparison = Comparison(notebook, len(submitted), threshold=threshold, min_shared=min_shared, top=top)
     if len(submitted) >= 2:
         codes = {student: own_code(nb, release, source) for student, nb in submitted.items()}
-        comparison.pairs = compare(codes, boilerplate_code(release, source), notebook, top=top)
+        comparison.pairs = compare(codes, boilerplate_code(release, source), notebook, threshold=threshold,
+                                   min_shared=min_shared)
     return comparison
 
 
@@ -210,7 +224,8 @@ COLUMNS = ("student_a", "student_b", "notebook", "similarity_a", "similarity_b")
 
 
 def write_csv(path: Path, comparisons: list[Comparison]) -> Path:
-    """similarity.csv: the listed pairs of every notebook, most similar first (shares as 0 to 1)."""
+    """similarity.csv: every pair above the threshold of every notebook, most similar first (shares as 0
+    to 1); the report shows only the top of them."""
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(COLUMNS)
