@@ -6,6 +6,8 @@ configurable preprocessor lists:
 - Autograde: `InjectProfile` before `Execute`; `FilterLogNoise` in place of `IgnorePattern`;
   `LimitOutputSize` after `LimitOutput`;
 - GenerateFeedback: `HideHiddenTests` after `GetGrades`;
+- HTMLExporter (feedback pages, the formgrader's views): nbconvert's sanitising, with the course's
+  allowlist (`autograder.nbgrader_setup.sanitize`), so no markup of a student's runs where they are read;
 and runs every kernel nbgrader starts as the grading kernel spec (`kernelspec.GRADING_KERNEL`), whose
 provisioner (`autograder.execution.provisioner.SandboxProvisioner`) gives it a sandbox of its own.
 
@@ -31,6 +33,7 @@ from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
 
 from autograder.errors import AutograderError
 from autograder.nbgrader_setup.kernelspec import GRADING_KERNEL
+from autograder.nbgrader_setup import sanitize
 from autograder.nbgrader_setup.preprocessors import FilterLogNoise, HideHiddenTests, InjectProfile, LimitOutputSize
 from autograder.settings import GradingSettings
 
@@ -74,6 +77,7 @@ def configure(c: Config) -> Config:
     c.Execute.timeout = CELL_TIMEOUT
     c.Execute.kernel_name = GRADING_KERNEL
     c.GenerateFeedback.preprocessors = feedback_preprocessors()
+    sanitize.configure(c)
     return c
 
 
@@ -101,13 +105,15 @@ def load_course_config(course_root: Path) -> Config:
 
 def grading_config(course_root: Path, settings: GradingSettings) -> Config:
     """What grading runs nbgrader with: the course's configuration (`configure`), the course's own
-    nbgrader configuration on top, the grading settings on top of both."""
+    nbgrader configuration on top, the grading settings on top of both; the grading kernel and the
+    sanitising of pages made from a student's notebook whatever the course's configuration says."""
     c = configure(Config())
     c.merge(load_course_config(course_root))
     c.merge(settings.as_config())
     if settings.cell_timeout is not None:
         c.Execute.timeout = settings.cell_timeout
     c.Execute.kernel_name = GRADING_KERNEL
+    sanitize.configure(c)   # like the kernel, not optional: the course's configuration may add filters, not drop these
     return c
 
 
