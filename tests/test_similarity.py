@@ -313,6 +313,11 @@ def test_the_pipeline_compares_readable_submissions_and_a_failure_changes_nothin
     assert [(pair.student_a, pair.student_b) for pair in found[0].pairs] == [("alice", "bob")]
     assert [record.getMessage() for record in caplog.records] == ["similarity: 1 similar pairs among 6 readable submissions"]
 
+    from autograder.settings import GradingSettings
+
+    strict = pipeline._similar(graded, {NAME: RELEASE}, GradingSettings(similarity_min_shared=10**6, similarity_top=3))
+    assert (strict[0].pairs, strict[0].min_shared, strict[0].top) == ([], 10**6, 3), "the run's settings decide"
+
     def broken(*args, **kwargs):
         raise ValueError("copydetect fell over")
 
