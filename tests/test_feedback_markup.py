@@ -11,7 +11,6 @@ page in Chromium and finds that nothing ran.
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import nbformat
