@@ -40,10 +40,7 @@ def _grade(args) -> int:
     settings = GradingSettings(config=config)
     description = sandbox.describe(settings.sandbox)   # said once, before any work
     (log.warning if "NONE" in description else log.info)(description)
-    if not (layout.source / args.assignment).is_dir():
-        known = sorted(path.name for path in layout.source.iterdir() if path.is_dir()) if layout.source.is_dir() else []
-        raise GradingError(f"unknown assignment {args.assignment!r}: no folder {layout.source / args.assignment} "
-                           f"(the assignments in source/: {', '.join(known) or 'none'})")
+    _source_folder(layout, args.assignment)
     if args.assignment not in syllabus.ids():
         log.warning("no profile for %r in the syllabus: graded as submitted, without injected parameters",
                     args.assignment)
@@ -61,6 +58,17 @@ def _grade(args) -> int:
     print(f"grades: {result.run.grades_csv} (out of: {result.run.max_points_csv})\nreport: {result.run.report_html}"
           f"\nfeedback: {result.run.feedback_dir}")
     return 0
+
+
+def _source_folder(layout: Layout, assignment: str) -> Path:
+    """`source/<assignment>/`, or a GradingError that lists the assignments there are."""
+    from autograder.grading.pipeline import GradingError
+
+    if not (layout.source / assignment).is_dir():
+        known = sorted(path.name for path in layout.source.iterdir() if path.is_dir()) if layout.source.is_dir() else []
+        raise GradingError(f"unknown assignment {assignment!r}: no folder {layout.source / assignment} "
+                           f"(the assignments in source/: {', '.join(known) or 'none'})")
+    return layout.source / assignment
 
 
 def _run_folder(layout: Layout, assignment: str, given: str | None) -> RunFolder:
@@ -103,11 +111,8 @@ def _feedback(args) -> int:
     layout = Layout.find()
     run = _run_folder(layout, args.assignment, args.grades_dir)
     target = Path(args.out) if args.out else run.feedback_zip
-    term_file = _course_file(layout.root / "term.toml", args.term)
-    term = lateness.read_term(Path(term_file) if term_file else None)
     students = feedback_zip.students(run.root)
-    if args.extensions:
-        lateness.add_extensions(term, Path(args.extensions), args.assignment, students)
+    term = _term_for(layout, args, students)
     released = feedback_zip.build(run.root, args.assignment, target, due=lateness.due_dates(term, args.assignment, students),
                                   include_results=args.test_results, now=datetime.now(timezone.utc))
     print(f"{target}: {released.pages} feedback pages of {released.students} students")
@@ -116,6 +121,43 @@ def _feedback(args) -> int:
     if args.test_results:
         print(f"  test results for {len(released.with_results)} students past their due date"
               + (f"; withheld, not yet due: {', '.join(released.withheld)}" if released.withheld else ""))
+    return 0
+
+
+def _term_for(layout: Layout, args, students: set[str]):
+    """The term file (`--term`, else the course's term.toml) with `--extensions` for `students` added."""
+    from autograder.grading import lateness
+
+    term_file = _course_file(layout.root / "term.toml", args.term)
+    term = lateness.read_term(Path(term_file) if term_file else None)
+    if args.extensions:
+        lateness.add_extensions(term, Path(args.extensions), args.assignment, students)
+    return term
+
+
+def _solutions(args) -> int:
+    from datetime import datetime, timezone
+
+    from autograder.authoring import solutions
+    from autograder.grading import lateness
+    from autograder.lms import feedback_zip
+    from autograder.nbgrader_setup.config import load_course_config
+
+    layout = Layout.find()
+    source = _source_folder(layout, args.assignment)
+    now = lateness.parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc)
+    run = _run_folder(layout, args.assignment, args.grades_dir)
+    students = feedback_zip.students(run.root)
+    term = _term_for(layout, args, students)
+    released = solutions.build(run.root, args.assignment, source, due=lateness.due_dates(term, args.assignment, students),
+                               now=now, config=load_course_config(layout.root),
+                               target=Path(args.out) if args.out else None)
+    print(f"{released.files[-1]}: the solutions of {len(released.given)} of {released.students} students, "
+          f"past their due date at {now.isoformat()}")
+    if released.withheld:
+        print(f"  withheld, not yet due: {', '.join(released.withheld)}")
+    for line in released.left_out:
+        print(f"  left out: {line}")
     return 0
 
 
@@ -286,6 +328,17 @@ def parser() -> argparse.ArgumentParser:
     fb.add_argument("--grades-dir", metavar="DIR", help="the run's folder (default build/grading/<assignment>)")
     fb.add_argument("--out", metavar="ZIP", help="zip to write (default <run folder>/feedback.zip)")
     fb.set_defaults(run=_feedback)
+
+    sol = commands.add_parser("solutions", parents=[logs],
+                              help="the reference solutions, hidden tests removed, for the students past their due date")
+    sol.add_argument("assignment", help="assignment id (its source: source/<assignment>/, its run: build/grading/<assignment>/)")
+    sol.add_argument("--term", metavar="FILE", help="due dates (default: term.toml in the course root, if any)")
+    sol.add_argument("--extensions", metavar="CSV", help="per-student due dates: student_id,assignment,due")
+    sol.add_argument("--now", metavar="WHEN", help="the time to compare due dates with, ISO 8601 with a UTC offset "
+                                                  "(default: now)")
+    sol.add_argument("--grades-dir", metavar="DIR", help="the run's folder (default build/grading/<assignment>)")
+    sol.add_argument("--out", metavar="ZIP", help="zip to write (default <run folder>/solutions.zip)")
+    sol.set_defaults(run=_solutions)
 
     fg = commands.add_parser("formgrade", parents=[logs], help="grade written answers by hand in nbgrader's formgrader")
     fg.add_argument("assignment", help="assignment id (its run: build/grading/<assignment>/)")

@@ -14,6 +14,8 @@ A run folder holds:
 - `report.html`     the class report
 - `feedback/`       `<student>.html`, or `<student>/<notebook>.html` with several notebooks
 - `feedback.zip`    the feedback handed back through the LMS (`autograder feedback`)
+- `solutions/`      `<student>/<notebook>.ipynb`: the reference solution of each student past the due date
+- `solutions.zip`   the same, handed back through the LMS (`autograder solutions`)
 - `<format>-import.csv`  the LMS's grade import file (`autograder export`)
 - `rows/`           finished rows kept for the next run (`rows/<notebook>/` with several notebooks)
 - `jobs/`           each submission's notebook as a worker reads it, what the worker left, and each
@@ -106,6 +108,18 @@ class RunFolder:
     @property
     def feedback_zip(self) -> Path:
         return self.root / "feedback.zip"
+
+    @property
+    def solutions_dir(self) -> Path:
+        return self.root / "solutions"
+
+    def solution(self, student_id: str, notebook: str) -> Path:
+        """Where a student's copy of a notebook's reference solution is (hidden tests removed)."""
+        return self.solutions_dir / student_id / f"{stem(notebook)}.ipynb"
+
+    @property
+    def solutions_zip(self) -> Path:
+        return self.root / "solutions.zip"
 
     def lms_import(self, fmt: str) -> Path:
         return self.root / f"{fmt}-import.csv"

@@ -64,11 +64,13 @@ def names(run: RunFolder) -> dict[tuple[str, str], str]:
             if line["reupload"]}
 
 
-def _archive_name(reupload: str | None, student: str, notebook: str, kind: str) -> str:
-    """`<student>/<stem>.html` (or `-test-results.html`); under the LMS's re-upload name when it has one."""
+def archive_name(reupload: str | None, student: str, notebook: str, kind: str, suffix: str = ".html") -> str:
+    """`<student>/<stem>.html` (or `-<kind>.html`, e.g. `-test-results.html`); under the LMS's re-upload
+    name when it has one (`<reupload><stem>-<kind><suffix>`). Every zip handed back through the LMS
+    (feedback, solutions) names its files here."""
     if reupload:
-        return f"{reupload}{stem(notebook)}-{kind}.html"
-    return f"{student}/{stem(notebook)}.html" if kind == "feedback" else f"{student}/{stem(notebook)}-{kind}.html"
+        return f"{reupload}{stem(notebook)}-{kind}{suffix}"
+    return f"{student}/{stem(notebook)}{suffix}" if kind == "feedback" else f"{student}/{stem(notebook)}-{kind}{suffix}"
 
 
 def build(out: Path, assignment: str, target: Path, *, due: dict[str, datetime] | None, include_results: bool,
@@ -91,7 +93,7 @@ def build(out: Path, assignment: str, target: Path, *, due: dict[str, datetime] 
             start = reupload.get((student, notebook))
             page = run.feedback_page(student, notebook)
             if page.exists():
-                archive.write(page, _archive_name(start, student, notebook, "feedback"))
+                archive.write(page, archive_name(start, student, notebook, "feedback"))
                 released.pages += 1
             else:
                 released.without_page.append(f"{student} {notebook}: {line.status}"
@@ -103,7 +105,7 @@ def build(out: Path, assignment: str, target: Path, *, due: dict[str, datetime] 
                     withheld.add(student)
                     released.withheld.append(f"{student} (due {due[student].isoformat()})")
                 continue
-            archive.writestr(_archive_name(start, student, notebook, "test-results"), pages.render(
+            archive.writestr(archive_name(start, student, notebook, "test-results"), pages.render(
                 "test_results.html", assignment=assignment, student=student, notebook=notebook, row=line,
                 results=test_results(line, maxima, run)))
             if student not in released.with_results:
