@@ -83,10 +83,16 @@ def _export(args) -> int:
     grades_path = Path(args.grades) if args.grades else _run_folder(layout, args.assignment, None).grades_csv
     target = Path(args.out) if args.out else RunFolder(grades_path.parent).lms_import(args.format)
     grades, max_score = grade_import.grades_of(read_grades(grades_path))
-    students = roster.read(Path(args.roster), args.match or grade_import.MATCH[args.format])
+    grade_column = None
+    if args.format == "moodle-worksheet" and not args.match:
+        # the worksheet's identifier and grade columns, in the site's language (grade_import.worksheet_columns)
+        students, grade_column = grade_import.read_worksheet(Path(args.roster), args.worksheet_columns)
+    else:
+        students = roster.read(Path(args.roster), args.match or grade_import.MATCH[args.format],
+                               participant=args.format == "moodle-worksheet")
     try:
         grade_import.write(students, grades, max_score, args.assignment, args.format, target, missing=args.missing,
-                           column=args.column)
+                           column=args.column, grade_column=grade_column)
     except grade_import.ExportError as error:
         raise grade_import.ExportError(f"nothing written:\n{error}") from None
     without = [student for student in students.ids() if student not in grades]
@@ -314,6 +320,9 @@ def parser() -> argparse.ArgumentParser:
                      help="a roster student without a submission: 0 (default) or an empty cell")
     out.add_argument("--column", help="the assignment's column name in the LMS (default: the roster's "
                                       "'<assignment> (<id>)' column on Canvas, else the assignment id)")
+    out.add_argument("--worksheet-columns", metavar="IDENTIFIER,GRADE",
+                     help="moodle-worksheet: the worksheet's identifier and grade columns, e.g. \"Identifiant,Note\" "
+                          "(default: Identifier,Grade, else found by their values and Moodle's column order)")
     out.add_argument("--grades", metavar="CSV", help="grades.csv to read (default build/grading/<assignment>/grades.csv)")
     out.add_argument("--out", metavar="CSV", help="file to write (default: <format>-import.csv beside grades.csv)")
     out.set_defaults(run=_export)

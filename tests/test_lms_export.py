@@ -131,9 +131,9 @@ def test_a_row_the_grader_failed_blocks_the_export(tmp_path):
         read_grades_of(path)
 
 
-def cli_export(grades: Path, roster_path: Path, target: Path, fmt: str = "canvas") -> subprocess.CompletedProcess:
+def cli_export(grades: Path, roster_path: Path, target: Path, fmt: str = "canvas", *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "autograder.cli", "export", "01_session_vs_eager", "--format",
-                           fmt, "--roster", str(roster_path), "--grades", str(grades), "--out", str(target)],
+                           fmt, "--roster", str(roster_path), "--grades", str(grades), "--out", str(target), *extra],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
@@ -177,6 +177,78 @@ def test_moodle_worksheet_goes_back_with_its_grade_column_filled(tmp_path):
     assert [line["Grade"] for line in lines] == ["12", "16", "0"]
     assert [{k: v for k, v in line.items() if k != "Grade"} for line in lines] == \
         [{k: v for k, v in line.items() if k != "Grade"} for line in before]
+
+
+# The worksheet of a German and of a French Moodle site, in gradingtable.php's download order (recordid,
+# fullname, email, status, grade, grademax, gradecanbechanged, lastmodifiedsubmission, lastmodifiedgrade,
+# feedback). Headers and the identifier's word are the lang packs' strings (AMOS, as mirrored in
+# projectestac/moodle-langpacks: assign's recordid, hiddenuser, maxgrade, gradecanbechanged,
+# lastmodifiedsubmission, lastmodifiedgrade; "Bewertung"/"Note" and "Vollständiger Name"/"Nom complet" as
+# those packs translate grade and fullname elsewhere). The email and status headers, the status values and
+# "Kommentare"/"Commentaires" are plausible translations, not checked against the packs. German's
+# hiddenuser has no trailing space ("Teilnehmer/in1001"); its maximum grade has a decimal comma.
+WORKSHEET_DE = """ID,Vollständiger Name,E-Mail-Adresse,Status,Bewertung,Bestwertung,Bewertung kann geändert werden,Zuletzt geändert (Abgabe),Zuletzt geändert (Bewertung),Feedback als Kommentar
+Teilnehmer/in1001,Ada Lovelace,ada@example.org,Zur Bewertung abgegeben,,"16,00",Ja,"Montag, 4. Januar 2027, 10:00",-,
+Teilnehmer/in1002,Grace Hopper,grace@example.org,Zur Bewertung abgegeben,,"16,00",Ja,"Montag, 4. Januar 2027, 11:00",-,
+Teilnehmer/in1003,Alan Turing,alan@example.org,Keine Abgabe,,"16,00",Ja,-,-,
+"""
+WORKSHEET_FR = """Identifiant,Nom complet,Adresse de courriel,Statut,Note,Note maximale,La note peut être modifiée,Dernière modification (travail remis),Dernière modification (note),Commentaires
+Participant 1001,Ada Lovelace,ada@example.org,Remis pour évaluation,,"16,00",Oui,"lundi 4 janvier 2027, 10:00",-,
+Participant 1002,Grace Hopper,grace@example.org,Remis pour évaluation,,"16,00",Oui,"lundi 4 janvier 2027, 11:00",-,
+Participant 1003,Alan Turing,alan@example.org,Aucun devoir,,"16,00",Oui,-,-,
+"""
+
+
+@pytest.mark.parametrize(("text", "grade"), [(WORKSHEET_DE, "Bewertung"), (WORKSHEET_FR, "Note"), (WORKSHEET, "Grade")])
+def test_a_worksheet_in_another_language_is_filled_in_its_grade_column_and_keeps_its_headers(tmp_path, text, grade):
+    """Moodle writes the worksheet's headers in the site's language and reads them back the same way: the
+    identifier and grade columns are found by their values and Moodle's column order, the headers kept."""
+    grades = grades_file(tmp_path, [row("1001", 12.5), row("1002", 16)], {"01_session_vs_eager.ipynb": 16})
+    (tmp_path / "worksheet.csv").write_text(text, encoding="utf-8")
+    result = cli_export(grades, tmp_path / "worksheet.csv", tmp_path / "upload.csv", "moodle-worksheet")
+    assert result.returncode == 0, result.stderr
+    assert "3 students, 2 graded" in result.stdout
+    before, after = read_csv(tmp_path / "worksheet.csv"), read_csv(tmp_path / "upload.csv")
+    assert after[0] == before[0]
+    column = before[0].index(grade)
+    assert [line[column] for line in after[1:]] == ["12.5", "16", "0"]
+    assert [line[:column] + line[column + 1:] for line in after] == [line[:column] + line[column + 1:] for line in before]
+
+
+def test_an_ambiguous_worksheet_is_refused_and_the_columns_can_be_named(tmp_path):
+    """Two columns that could be the grade (each numbers followed by one same number): nothing is written,
+    the message names both and the option; --worksheet-columns settles it."""
+    text = """Kennung,Name,Punkte,Maximum,Bonus,Maximum Bonus
+Teilnehmer/in1001,Ada Lovelace,,16,,2
+Teilnehmer/in1002,Grace Hopper,,16,,2
+"""
+    grades = grades_file(tmp_path, [row("1001", 12), row("1002", 16)], {"01_session_vs_eager.ipynb": 16})
+    (tmp_path / "worksheet.csv").write_text(text, encoding="utf-8")
+    refused = cli_export(grades, tmp_path / "worksheet.csv", tmp_path / "upload.csv", "moodle-worksheet")
+    assert refused.returncode == 2
+    assert "cannot tell which column is the grade" in refused.stderr
+    assert "each of Punkte, Bonus could be it" in refused.stderr
+    assert "--worksheet-columns" in refused.stderr
+    assert not (tmp_path / "upload.csv").exists()
+    named = cli_export(grades, tmp_path / "worksheet.csv", tmp_path / "upload.csv", "moodle-worksheet",
+                       "--worksheet-columns", "Kennung,Punkte")
+    assert named.returncode == 0, named.stderr
+    assert read_csv(tmp_path / "upload.csv")[1:] == [["Teilnehmer/in1001", "Ada Lovelace", "12", "16", "", "2"],
+                                                      ["Teilnehmer/in1002", "Grace Hopper", "16", "16", "", "2"]]
+    wrong = cli_export(grades, tmp_path / "worksheet.csv", tmp_path / "upload.csv", "moodle-worksheet",
+                       "--worksheet-columns", "Identifiant,Note")
+    assert wrong.returncode == 2
+    assert "--worksheet-columns 'Identifiant,Note'" in wrong.stderr and "no column Identifiant, Note" in wrong.stderr
+
+
+def test_a_worksheet_without_participant_numbers_is_refused(tmp_path):
+    with pytest.raises(export.ExportError, match="nor a first column whose every value is a word and a participant"):
+        export.worksheet_columns(["Name", "Punkte", "Maximum"], [{"Name": "Ada", "Punkte": "", "Maximum": "16"}])
+    with pytest.raises(export.ExportError, match=r"participant numbers are in Kennung, not first"):
+        export.worksheet_columns(["Name", "Kennung", "Note", "Max"],
+                                 [{"Name": "Ada", "Kennung": "Teilnehmer/in1", "Note": "", "Max": "16"}])
+    with pytest.raises(export.ExportError, match="no column of numbers is followed by the maximum grade"):
+        export.worksheet_columns(["Kennung", "Name", "Note"], [{"Kennung": "Teilnehmer/in1", "Name": "Ada", "Note": ""}])
 
 
 def test_a_grade_export_is_no_worksheet(tmp_path):

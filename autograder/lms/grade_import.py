@@ -15,8 +15,11 @@ It is given plain data: grades.csv's rows as `autograder.runfolder.read_grades` 
 - `moodle-worksheet`: the assignment's grading worksheet (Grading action "Download grading worksheet")
   given back with its `Grade` column filled, every other column as it was, for "Upload grading
   worksheet" (mod/assign/feedback/offline/importgradeslib.php finds the `Identifier`, `Grade` and
-  `Last modified (grade)` columns by their names, in the site's language: English names here).
-  Students are matched by participant id, the id Moodle's download of submissions gives.
+  `Last modified (grade)` columns by their names in the site's language: `get_string('recordid',
+  'assign')`, `get_string('grade')`, `get_string('lastmodifiedgrade', 'assign')`). Students are
+  matched by participant id, the id Moodle's download of submissions gives. The file written back
+  keeps the worksheet's own headers, whatever their language; `worksheet_columns` says how the
+  identifier and grade columns are found without knowing the language.
 
 A student's grade is the sum of `score` (after the late penalty) over the assignment's notebooks.
 A roster student without a row gets 0, or an empty cell with `missing="blank"`. A row the roster
@@ -28,11 +31,14 @@ student: re-grade it first); every such problem is listed at once.
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder import csvfile
 from autograder.errors import AutograderError
 from autograder.lms.roster import Roster
+from autograder.lms.roster import read as read_roster
 from autograder.runfolder import GradesLine, Status
 
 FORMATS = ("canvas", "moodle", "moodle-worksheet")
@@ -101,13 +107,93 @@ def rows(roster: Roster, grades: dict[str, Grade], missing: str) -> list[tuple[d
     return out
 
 
+# A worksheet's cells, as mod/assign/gradingtable.php writes them in its download mode.
+_PARTICIPANT = re.compile(r"^(\D*\S)\s*(\d+)$")   # get_string('hiddenuser', 'assign') . <participant id>
+_NUMBER = re.compile(r"^-?\d+(?:[.,]\d+)?$")        # a grade or the maximum grade, format_float'ed
+
+
+def _participant_column(columns: list[str], lines: list[dict[str, str]]) -> list[str]:
+    """The columns whose every value is one and the same word(s) followed by a number: "Participant 1001",
+    "Teilnehmer/in 1001", ... (the identifier: `get_string('hiddenuser', 'assign')` and the record id)."""
+    found = []
+    for name in columns:
+        prefixes = {match.group(1) if match else None
+                    for match in (_PARTICIPANT.match(line.get(name, "")) for line in lines)}
+        if len(prefixes) == 1 and None not in prefixes and re.search(r"[^\W\d_]", next(iter(prefixes))):
+            found.append(name)
+    return found
+
+
+def _grade_columns(columns: list[str], lines: list[dict[str, str]], after: int) -> list[str]:
+    """The columns after `after` that can be the grade: every value empty, "-" or a number, and the next
+    column the maximum grade (one and the same number on every row). gradingtable.php's download writes
+    `grade` immediately followed by `grademax` (get_string('maxgrade', 'assign'))."""
+    def same_number(name: str) -> bool:
+        values = {line.get(name, "") for line in lines}
+        return len(values) == 1 and bool(_NUMBER.match(next(iter(values))))
+
+    def grade_like(name: str) -> bool:
+        return all(line.get(name, "") in ("", "-") or _NUMBER.match(line.get(name, "")) for line in lines)
+
+    return [name for index, name in enumerate(columns[:-1])
+            if index > after and grade_like(name) and same_number(columns[index + 1])]
+
+
+def worksheet_columns(columns: list[str], lines: list[dict[str, str]], given: str | None = None,
+                      where: object = "the worksheet") -> tuple[str, str]:
+    """The worksheet's identifier and grade columns, in the site's language.
+
+    Moodle names them in the language of the site (`Identifier`/`Grade` in English, other words in
+    German or French), and so does its upload, which looks them up by the same language strings. So:
+    - `given` ("Identifiant,Note", the `--worksheet-columns` option): those two columns;
+    - the English names when the worksheet has them (`Identifier`, `Grade`, `Last modified (grade)`);
+    - else by what gradingtable.php's download writes, whatever the language: the identifier is the
+      column whose every value is one word followed by the participant number (`col_recordid`:
+      get_string('hiddenuser', 'assign') . the unique id) and which Moodle writes first, the grade is the column after it that holds
+      only numbers, empty cells or "-" and is immediately followed by the maximum grade (`grademax`: the
+      same number on every row).
+    Anything else (none found, or more than one candidate) is refused with an ExportError that names
+    the candidates and the option to name the columns."""
+    if given:
+        names = [name.strip() for name in given.split(",")]
+        lacking = [name for name in names if name not in columns]
+        if len(names) != 2 or lacking:
+            raise ExportError(f"--worksheet-columns {given!r}: expected two of {where}'s columns, the identifier's "
+                              f"and the grade's ({'no column ' + ', '.join(lacking) if lacking else 'not two names'}; "
+                              f"its columns: {', '.join(columns)})")
+        return names[0], names[1]
+    if all(name in columns for name in WORKSHEET_COLUMNS):
+        return WORKSHEET_COLUMNS[0], WORKSHEET_COLUMNS[1]
+    hint = ("; name them with --worksheet-columns \"<identifier>,<grade>\" (its columns: " + ", ".join(columns) + ")")
+    # gradingtable.php's download always writes recordid first (in place of the picture, or alone when
+    # identities are hidden): the identifier is the first column, checked by its values.
+    ids = _participant_column(columns, lines)
+    if not columns or columns[0] not in ids:
+        raise ExportError(f"{where} is not a Moodle grading worksheet: no column Identifier, nor a first column whose "
+                          "every value is a word and a participant number ('Participant 1001', as Moodle writes it)"
+                          + (f" (participant numbers are in {', '.join(ids)}, not first)" if ids else "") + hint)
+    grade = _grade_columns(columns, lines, 0)
+    if len(grade) != 1:
+        raise ExportError(f"{where}: cannot tell which column is the grade (its English name Grade is not there, "
+                          + ("and no column of numbers is followed by the maximum grade"
+                             if not grade else f"and each of {', '.join(grade)} could be it") + ")" + hint)
+    return columns[0], grade[0]
+
+
+def read_worksheet(path: Path, given: str | None = None) -> tuple[Roster, str]:
+    """A grading worksheet as the roster (students by participant id) and the name of its grade column."""
+    columns, lines = csvfile.read_table(path, (), error=ExportError)
+    identifier, grade = worksheet_columns(columns, [line.values for line in lines], given, path)
+    return read_roster(path, identifier, participant=True), grade
+
+
 def write(roster: Roster, grades: dict[str, Grade], max_score: float, assignment: str, fmt: str, target: Path, *,
-          missing: str = "zero", column: str | None = None) -> Path:
+          missing: str = "zero", column: str | None = None, grade_column: str | None = None) -> Path:
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     matched = rows(roster, grades, missing)
     if fmt == "moodle-worksheet":
-        return _worksheet(roster, matched, target)
+        return _worksheet(roster, matched, target, grade_column)
     name = column_name(roster, assignment, fmt, column)
     users = CANVAS_USER_COLUMNS if fmt == "canvas" else tuple(
         [column for column in MOODLE_USER_COLUMNS if column in roster.columns]
@@ -123,14 +209,16 @@ def write(roster: Roster, grades: dict[str, Grade], max_score: float, assignment
     return target
 
 
-def _worksheet(roster: Roster, matched: list[tuple[dict[str, str], str]], target: Path) -> Path:
-    lacking = [name for name in WORKSHEET_COLUMNS if name not in roster.columns]
-    if lacking:
-        raise ExportError(f"{roster.path} is not a Moodle grading worksheet: no column {', '.join(lacking)}")
+def _worksheet(roster: Roster, matched: list[tuple[dict[str, str], str]], target: Path, grade: str | None) -> Path:
+    """The worksheet as it came, its own headers kept, with the grade column filled."""
+    if grade is None:
+        grade = worksheet_columns(roster.columns, list(roster.students.values()), None, roster.path)[1]
+    if grade not in roster.columns:
+        raise ExportError(f"{roster.path}: no column {grade!r} (its columns: {', '.join(roster.columns)})")
     target.parent.mkdir(parents=True, exist_ok=True)
     with target.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, roster.columns)
         writer.writeheader()
         for row, value in matched:
-            writer.writerow({**row, "Grade": value})
+            writer.writerow({**row, grade: value})
     return target

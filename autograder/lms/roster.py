@@ -4,7 +4,8 @@ worksheet (CSV).
 Either file has a header row and one row per student; one of its columns identifies the student the
 way the submissions folder names them (`--match`): Canvas's `ID` (the Canvas user id) by default,
 Moodle's `Email address` by default, the worksheet's `Identifier` ("Participant 1001": the participant
-id that Moodle's download of submissions names its folders with, which is what is matched). Canvas's export has a `Points Possible` row (and, in newer
+id that Moodle's download of submissions names its folders with, which is what is matched; in another
+language the column grade_import.worksheet_columns finds). Canvas's export has a `Points Possible` row (and, in newer
 versions, other rows without a student id) under the header: rows with an empty id are not students.
 """
 
@@ -43,10 +44,11 @@ def participant_id(value: str) -> str:
 WORKSHEET_ID = "Identifier"   # Moodle's grading worksheet: "Participant 1001"
 
 
-def read(path: Path, match: str) -> Roster:
-    """Read `path`; every id in column `match` once (a worksheet's `Identifier` as its participant id).
-    Duplicates are listed with their lines, all at once."""
-    key = participant_id if match == WORKSHEET_ID else (lambda value: value)
+def read(path: Path, match: str, *, participant: bool = False) -> Roster:
+    """Read `path`; every id in column `match` once (a worksheet's `Identifier`, or with `participant` its
+    identifier column in another language, as its participant id). Duplicates are listed with their
+    lines, all at once."""
+    key = participant_id if participant or match == WORKSHEET_ID else (lambda value: value)
     columns, lines = csvfile.read_table(path, (), error=RosterError)
     if match not in columns:
         raise RosterError(f"{path}: no column {match!r} to match students by (its columns: {', '.join(columns)})")
