@@ -207,8 +207,6 @@ class DaskExecutor:
 
     def run_all(self, batch: Iterable[jobs.Job], spaces: list[Workspace]) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
         """Every job of `batch` as a task; the first of `spaces` is the course directory every task unpacks."""
-        from distributed import as_completed
-
         run = uuid.uuid4().hex[:8]  # keys unique per run: two graders may share a cluster
         # a task, not scattered data: when the worker holding it dies, the scheduler recomputes it
         # from the graph (scattered data would be lost, and every job waiting on it cancelled)
@@ -216,29 +214,27 @@ class DaskExecutor:
         futures = {self.client.submit(run_on_worker, template, self.settings, job, pure=False,
                                       key=f"grade-{job.assignment}-{job.student}-{Path(job.notebook_name).stem}-{run}",
                                       resources=self.resources): job for job in batch}
-        # as_completed tracks the futures on the event loop it is given, else on the loop of the
-        # process's newest default client: another client made after this one (a test's own) and
-        # closed while the jobs run would take the tracking with it, and the jobs' ends would never
-        # be seen. This client's loop lives as long as the futures do.
-        done = as_completed(futures, loop=self.client.loop)
+        # Future.add_done_callback runs on the loop of the future's own client (this one): another
+        # client of the process, made later and closed while the jobs run (a test's own), cannot take
+        # the news of their ends with it, as it did with `as_completed`, which follows the newest
+        # default client's loop
+        finished: queue.Queue = queue.Queue()
+        for future in futures:
+            future.add_done_callback(finished.put)
         watch = WorkerlessWatch(self.workerless_seconds)
         next_look = time.monotonic() + self.look_seconds
-        while not done.is_empty():
-            for future in done.next_batch(block=False):
-                yield futures.pop(future), self._outcome(future)
-            if done.is_empty():
-                break
-            # its tracker queues a future, then notifies under this lock: checked under it, none is missed
-            # (and nothing that takes `done`'s own lock is called under it: the tracker takes both)
-            with done.thread_condition:
-                if not done.has_ready():
-                    done.thread_condition.wait(timeout=max(0.0, next_look - time.monotonic()))
-            if time.monotonic() < next_look:
+        while futures:
+            try:
+                future = finished.get(timeout=max(0.0, next_look - time.monotonic()))
+                if future in futures:
+                    yield futures.pop(future), self._outcome(future)
                 continue
+            except queue.Empty:
+                pass
             waited = watch.saw(self._able_workers(), time.monotonic())
             next_look = time.monotonic() + self.look_seconds
             if waited is not None:
-                yield from self._give_up(futures, done, waited)
+                yield from self._give_up(futures, finished, waited)
 
     def _outcome(self, future) -> jobs.Outcome:
         try:
@@ -260,12 +256,14 @@ class DaskExecutor:
         return sum(1 for worker in workers.values()
                    if all(worker.get("resources", {}).get(name, 0) >= amount for name, amount in self.resources.items()))
 
-    def _give_up(self, futures: dict, done, waited: float) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
+    def _give_up(self, futures: dict, finished: queue.Queue, waited: float) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
         """The cluster has had no worker for `waited` seconds: the jobs done meanwhile, then every job
         left with a `not_run` outcome that says why (a row, as for a task the cluster lost, that the next
         run grades), its task cancelled; then the ClusterError."""
-        for future in done.next_batch(block=False):
-            yield futures.pop(future), self._outcome(future)
+        while not finished.empty():
+            future = finished.get_nowait()
+            if future in futures:
+                yield futures.pop(future), self._outcome(future)
         able = " with the GPU resource" if self.resources else ""
         problem = (f"the Dask scheduler at {self.address} has had no worker{able} for {waited:.0f} s "
                    f"(the bound is {self.workerless_seconds:g} s)")
