@@ -209,6 +209,8 @@ def _release(args) -> int:
             print(problem)
         print("release/ is in sync with source/" if not problems else f"{len(problems)} problem(s)")
         return 1 if problems else 0
+    for assignment_id in args.assignments:
+        _source_folder(layout, assignment_id)   # a mistyped id stops before anything is generated
     for assignment_id in args.assignments or release.present(layout):
         print(f"generated {release.generate(layout, assignment_id, layout.release)}")
     return 0
@@ -218,6 +220,7 @@ def _demo_class(args) -> int:
     from autograder.authoring import demo
 
     layout = Layout.find()
+    _source_folder(layout, args.assignment)
     written = demo.write_class(layout.source_notebook(args.assignment), layout.release_notebook(args.assignment),
                                Path(args.out))
     for student_id, path in written.items():

@@ -127,10 +127,16 @@ def test_unusable_options_are_refused(flag, value, capsys):
     assert stop.value.code == 2
 
 
-def test_unknown_assignment_exits_2_with_a_message(monkeypatch, tmp_path, capsys):
+@pytest.mark.parametrize("command", [["grade", "99_nope", "--submissions", "."], ["release", "99_nope"],
+                                     ["demo-class", "99_nope", "--out", "demo"], ["solutions", "99_nope"]])
+def test_unknown_assignment_exits_2_with_a_message(command, monkeypatch, tmp_path, capsys):
+    """A mistyped assignment id names the assignments there are, whatever the command (no traceback)."""
+    (tmp_path / "source" / "00_gpu_setup").mkdir(parents=True)
     monkeypatch.setenv("COURSE_ROOT", str(tmp_path))
-    assert autograder_cli.main(["grade", "99_nope", "--submissions", str(tmp_path)]) == 2
-    assert "unknown assignment '99_nope'" in capsys.readouterr().err
+    monkeypatch.chdir(tmp_path)
+    assert autograder_cli.main(command) == 2
+    error = capsys.readouterr().err
+    assert "unknown assignment '99_nope'" in error and "00_gpu_setup" in error and "Traceback" not in error
 
 
 def test_missing_submissions_folder_exits_2(tmp_path, capsys):
