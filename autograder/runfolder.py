@@ -34,7 +34,7 @@ from pathlib import Path
 
 from autograder import csvfile
 
-GRADES_COLUMNS = ("student_id", "assignment", "notebook", "submitted_at", "late_by", "raw_score", "penalty", "score",
+GRADES_COLUMNS = ("student_id", "group", "assignment", "notebook", "submitted_at", "late_by", "raw_score", "penalty", "score",
                   "max_score", "status", "reason", "overrides", "seconds")
 MAX_POINTS_COLUMNS = ("column", "max_points")
 INTAKE_COLUMNS = ("student_id", "notebook", "lms", "name", "late_marked", "origin", "reupload", "problem")
@@ -189,6 +189,7 @@ class BuildFolder:
 class GradesLine:
     """One row of grades.csv, typed."""
     student_id: str
+    group: str                         # the group whose submission it is; empty for an individual
     assignment: str
     notebook: str
     submitted_at: str
@@ -215,7 +216,7 @@ def _grades_line(line: csvfile.Line) -> GradesLine:
     for column, value in line.values.items():
         if column not in GRADES_COLUMNS:
             cells[column] = csvfile.number(line, column) if value else None
-    return GradesLine(line["student_id"], line["assignment"], line["notebook"], line["submitted_at"],
+    return GradesLine(line["student_id"], line["group"], line["assignment"], line["notebook"], line["submitted_at"],
                       status=status, reason=line["reason"], overrides=line["overrides"], cells=cells, **numbers)
 
 
