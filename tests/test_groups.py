@@ -174,11 +174,11 @@ def course(tmp_path, monkeypatch):
     return {"source": source, "ran": ran, "notebook": nbformat.writes(source_notebook()).encode(), "base": tmp_path}
 
 
-def grade(course, submissions: Path, roster_text: str) -> Path:
+def grade(course, submissions: Path, roster_text: str, **settings) -> Path:
     out = course["base"] / "out"
     roster_path = write(course["base"] / "groups.csv", roster_text)
     pipeline.grade_class(ASSIGNMENT, course["source"], submissions, out, progress=lambda line: None,
-                         settings=GradingSettings(sandbox="none", workers=1, groups=str(roster_path)))
+                         settings=GradingSettings(sandbox="none", workers=1, groups=str(roster_path), **settings))
     return out
 
 
@@ -205,6 +205,24 @@ def test_a_folder_class_grades_each_group_once_and_gives_every_member_its_row(co
     assert sorted(archive.namelist()) == ["ann/ps1.html", "bob/ps1.html", "carl/ps1.html", "dora/ps1.html",
                                           "eli/ps1.html"]
     assert archive.read("eli/ps1.html") == b"<p>feedback of dora</p>", "the group's page, under every member"
+
+
+def test_a_members_override_and_submission_time_are_the_groups(course):
+    """A line of the overrides or --submitted-at file that names a member sets the group's row, so
+    every member's."""
+    submissions = course["base"] / "submissions"
+    (submissions / "Team A").mkdir(parents=True)
+    (submissions / "Team A" / f"{ASSIGNMENT}.ipynb").write_bytes(course["notebook"])
+    out = grade(course, submissions, PLAIN,
+                overrides=str(write(course["base"] / "overrides.csv",
+                                    "student_id,cell,points,comment,grader\nbob,test_a,4,appeal,TA Kim\n")),
+                term=str(write(course["base"] / "term.toml", '[due]\nps1 = "2027-01-15T23:59:00+01:00"\n'
+                               '[penalty]\nmethod = "per_day"\npercent_per_day = 25\ncap_percent = 50\n')),
+                submitted_at=str(write(course["base"] / "times.csv",
+                                       "student_id,submitted_at\nann,2027-01-16T10:00:00+01:00\n")))
+    assert [(line["student_id"], line["raw_score"], line["penalty"], line["score"], line["overrides"][:14])
+            for line in rows_of(out / "grades.csv")] == [
+        ("ann", "4", "1", "3", "test_a: 6 -> 4"), ("bob", "4", "1", "3", "test_a: 6 -> 4")]
 
 
 def test_an_error_of_the_roster_stops_the_run_before_anything_is_graded(course):

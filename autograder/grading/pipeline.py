@@ -169,8 +169,9 @@ def _check(settings: GradingSettings) -> None:
 
 def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder, submissions: Path,
          settings: GradingSettings) -> _Class:
-    """The assignment's notebooks (`paths`) with their students, the term and the points set by hand;
-    intake.csv."""
+    """The assignment's notebooks (`paths`) with their students, their groups, the term and the points set
+    by hand; intake.csv. A group's member may stand for the group's submission in the term's files and
+    the overrides: the group's row, and so every member's, gets the line."""
     run.root.mkdir(parents=True, exist_ok=True)
     key = settings.key()
     notebooks = {path.name: _Notebook(path, cell_points(nbformat.read(path, as_version=4)),
@@ -182,13 +183,19 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
          for submission in notebook.students]) if settings.groups else {}
     _write_intake(run.intake_csv, notebooks, placed)
     students = {submission.student_id for notebook in notebooks.values() for submission in notebook.students}
-    term = _term(settings, assignment_id, students)
+    submission_of = {member: student for student, group in placed.items() for member in group.members}
+    term = _term(settings, assignment_id, students | set(submission_of), submission_of)
     term.marked_late = {submission.student_id for notebook in notebooks.values()
                         for submission in notebook.students if submission.late_marked}
     graded = _Class(assignment_id, source_dir, run, notebooks, term, [], placed)
+    by_file = overrides.read(Path(settings.overrides), graded.columns, students | set(submission_of)) \
+        if settings.overrides else []
     graded.by_hand = (formgrade.hand_grades(run, assignment_id)   # the formgrader's first, the file's last
-                      + (overrides.read(Path(settings.overrides), graded.columns, students) if settings.overrides
-                         else []))
+                      + [replace(line, student_id=submission_of.get(line.student_id, line.student_id))
+                         for line in by_file])
+    if placed:
+        log.info("groups: %d group submissions graded once each for their %d members", len(set(placed)),
+                 len(submission_of))
     return graded
 
 
@@ -374,12 +381,18 @@ def _similar(graded: _Class, releases: dict[str, nbformat.NotebookNode],
     return found
 
 
-def _term(settings: GradingSettings, assignment_id: str, students: set[str]) -> lateness.Term:
+def _term(settings: GradingSettings, assignment_id: str, students: set[str],
+          submission_of: dict[str, str]) -> lateness.Term:
+    """The term file with the extensions and submission times of `students`; a group member's line is
+    the group's submission's (`submission_of`)."""
     term = lateness.read_term(Path(settings.term) if settings.term else None)
     if settings.extensions:
         lateness.add_extensions(term, Path(settings.extensions), assignment_id, students)
     if settings.submitted_at:
         lateness.add_times(term, Path(settings.submitted_at), students)
+    term.extensions = {(submission_of.get(student, student), assignment): due
+                       for (student, assignment), due in term.extensions.items()}
+    term.submitted = {submission_of.get(student, student): at for student, at in term.submitted.items()}
     return term
 
 
