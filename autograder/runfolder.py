@@ -9,7 +9,8 @@ A run folder holds:
                     (`column`: the cell's grade id, `<notebook>:<grade id>` when the assignment has
                     several notebooks); read back into typed rows by `read_grades`
 - `max_points.csv`  what the score and every cell column are out of
-- `intake.csv`      what intake read: each student's origin in the download, LMS names and markers
+- `intake.csv`      what intake read: each student's origin in the download, LMS names and markers (a
+                    group's submission once per member, under the member's id and upload name)
 - `similarity.csv`  pairs of students whose own code looks alike
 - `report.html`     the class report
 - `feedback/`       `<student>.html`, or `<student>/<notebook>.html` with several notebooks

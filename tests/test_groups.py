@@ -73,6 +73,9 @@ def test_a_plain_roster_lists_each_groups_members_in_order(tmp_path):
     assert {name: group.members for name, group in found.groups.items()} == {
         "Team A": ["ann", "bob"], "Team B": ["dora", "eli"]}
     assert found.of("bob").name == "Team A" and found.of("Team B").name == "Team B" and found.of("carl") is None
+    assert found.of("7", "moodle", "Team A").name == "Team A", "Moodle's team folder, by the group's name"
+    underscored = groups.read(write(tmp_path / "underscored.csv", "group,student_id\nTeam_Red,ann\n"))
+    assert underscored.of("12", "moodle", "Team Red").name == "Team_Red", "Moodle's folder turns _ into spaces"
 
 
 def test_canvas_group_set_export_matches_members_by_canvas_user_id(tmp_path):

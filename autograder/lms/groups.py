@@ -11,11 +11,12 @@ in no group hands in under "Default group", without an id). Either way the downl
 but one, so the roster says who is in which group. `read` takes any of:
 
 - a plain CSV `group,student_id`, one line per member (the ids as grading knows them);
-- Canvas's export of a group set (People, the group set's tab, "Import"/export of group membership;
-  the API's `GET /api/v1/group_categories/:id/export`): columns `name, canvas_user_id, user_id,
-  login_id, sections, group_name, canvas_group_id, group_id`. Confirmed from canvas-lms
-  doc/api/group_category_csv.md: `canvas_user_id`, `group_name` and `canvas_group_id` (the import's
-  columns); the export's `name` and `sections` columns are from third-party tools that read it.
+- Canvas's CSV export of a group set (the API's `GET /api/v1/group_categories/:id/export`, "a csv
+  file of users in format ready to import"; where the People page offers it is not checked here):
+  columns `name, canvas_user_id, user_id, login_id, sections, group_name, canvas_group_id, group_id`.
+  Confirmed from canvas-lms doc/api/group_category_csv.md: `canvas_user_id`, `user_id`, `login_id`,
+  `group_name`, `canvas_group_id`, `group_id` (the import's columns, which the export writes); the
+  export's `name` and `sections` columns and their order are from third-party tools that read it.
   Members are matched by `canvas_user_id`, the id of Canvas's download names; a line with an empty
   `group_name` is a student in no group.
 - Moodle's grading worksheet of a team assignment (View all submissions, "Download grading
@@ -72,6 +73,7 @@ class GroupsError(AutograderError):
 
 @dataclass
 class Group:
+    """One group of the roster: its name, what else names it, its members."""
     name: str
     ids: set[str] = field(default_factory=set)            # what else names it: Canvas's canvas_group_id, group_id
     members: list[str] = field(default_factory=list)      # student ids, in roster order
@@ -81,6 +83,7 @@ class Group:
 
 @dataclass(frozen=True)
 class Groups:
+    """The group roster read from `path`: every group by its name, every member's group."""
     path: Path
     groups: dict[str, Group]           # by name
     member_of: dict[str, Group]        # student id -> their group
@@ -93,7 +96,8 @@ class Groups:
             if submission_id == group.name or submission_id in group.ids:
                 return group
         if lms == downloads.MOODLE and name:
-            return self.groups.get(_moodle_name(name))
+            return next((group for group in self.groups.values() if _moodle_name(group.name) == _moodle_name(name)),
+                        None)
         return None
 
     def check(self, submissions: list[tuple[str, str, str]]) -> dict[str, Group]:
@@ -126,7 +130,7 @@ def read(path: Path) -> Groups:
         entries = [(line, line["group_name"], line["canvas_user_id"], line["name"],
                     {line["canvas_group_id"], line["group_id"]} - {""}) for line in lines]
     elif all(column in columns for column in MOODLE):
-        entries = [(line, "" if line["Group"] in MOODLE_NO_GROUP else _moodle_name(line["Group"]),
+        entries = [(line, "" if line["Group"] in MOODLE_NO_GROUP else line["Group"],
                     participant_id(line[WORKSHEET_ID]), line["Full name"], set()) for line in lines]
     elif all(column in columns for column in PLAIN):
         entries = [(line, line["group"], line["student_id"], "", set()) for line in lines]
@@ -160,7 +164,8 @@ def read(path: Path) -> Groups:
             first_line[student] = line.number
             if student_name:
                 group.names[student] = student_name
-    problems += [f"line {', '.join(map(str, group.lines))}: group {group.name!r} has no members"
+    problems += [f"line{'s' if len(group.lines) > 1 else ''} {', '.join(map(str, group.lines))}: group "
+                 f"{group.name!r} has no members"
                  for group in groups.values() if not group.members]
     if problems:
         raise GroupsError(f"{path}:\n" + "\n".join(problems))
