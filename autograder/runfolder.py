@@ -9,7 +9,8 @@ A run folder holds:
                     (`column`: the cell's grade id, `<notebook>:<grade id>` when the assignment has
                     several notebooks); read back into typed rows by `read_grades`
 - `max_points.csv`  what the score and every cell column are out of
-- `intake.csv`      what intake read: each student's origin in the download, LMS names and markers
+- `intake.csv`      what intake read: each student's origin in the download, LMS names and markers (a
+                    group's submission once per member, under the member's id and upload name)
 - `similarity.csv`  pairs of students whose own code looks alike
 - `report.html`     the class report
 - `feedback/`       `<student>.html`, or `<student>/<notebook>.html` with several notebooks
@@ -34,7 +35,7 @@ from pathlib import Path
 
 from autograder import csvfile
 
-GRADES_COLUMNS = ("student_id", "assignment", "notebook", "submitted_at", "late_by", "raw_score", "penalty", "score",
+GRADES_COLUMNS = ("student_id", "group", "assignment", "notebook", "submitted_at", "late_by", "raw_score", "penalty", "score",
                   "max_score", "status", "reason", "overrides", "seconds")
 MAX_POINTS_COLUMNS = ("column", "max_points")
 INTAKE_COLUMNS = ("student_id", "notebook", "lms", "name", "late_marked", "origin", "reupload", "problem")
@@ -189,6 +190,7 @@ class BuildFolder:
 class GradesLine:
     """One row of grades.csv, typed."""
     student_id: str
+    group: str                         # the group whose submission it is; empty for an individual
     assignment: str
     notebook: str
     submitted_at: str
@@ -215,7 +217,7 @@ def _grades_line(line: csvfile.Line) -> GradesLine:
     for column, value in line.values.items():
         if column not in GRADES_COLUMNS:
             cells[column] = csvfile.number(line, column) if value else None
-    return GradesLine(line["student_id"], line["assignment"], line["notebook"], line["submitted_at"],
+    return GradesLine(line["student_id"], line["group"], line["assignment"], line["notebook"], line["submitted_at"],
                       status=status, reason=line["reason"], overrides=line["overrides"], cells=cells, **numbers)
 
 

@@ -96,6 +96,10 @@ class GradingSettings(Configurable):
                         help="points set by hand (CSV: student_id,cell,points,comment,grader); default: "
                              "overrides/<assignment>.csv in the course root, if any; they survive --force"
                         ).tag(config=True, metavar="CSV")
+    groups = Unicode(None, allow_none=True,
+                     help="group work: who is in which group (CSV: group,student_id, or Canvas's group set export, or "
+                          "Moodle's grading worksheet of a team assignment); a group's submission is graded once and "
+                          "its row given to every member").tag(config=True, metavar="CSV")
     similarity_threshold = Float(SIMILARITY_THRESHOLD,
                                  help="similar submissions: a pair is listed when at least this share (0 to 1) of "
                                       "one student's own code is found in the other's").tag(config=True, metavar="SHARE")

@@ -18,7 +18,7 @@ def write_csv(result: ClassResult, path: Path | None = None) -> Path:
         writer = csv.writer(handle)
         writer.writerow([*GRADES_COLUMNS, *result.grade_cells])
         for row in sorted(result.rows, key=lambda r: (r.student_id, r.notebook)):
-            writer.writerow([row.student_id, row.assignment, row.notebook, row.submitted_at, f"{row.late_by:g}",
+            writer.writerow([row.student_id, row.group, row.assignment, row.notebook, row.submitted_at, f"{row.late_by:g}",
                              f"{row.raw_score:g}", f"{row.penalty:g}", f"{row.score:g}", f"{row.max_score:g}",
                              row.status, row.reason, "; ".join(row.overrides), f"{row.seconds:g}",
                              *(f"{row.cells[cell]:g}" if cell in row.cells else "" for cell in result.grade_cells)])

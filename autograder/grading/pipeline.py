@@ -10,7 +10,8 @@ Every student gets a row whatever they submitted. `grade_class` runs five named 
 - `plan`:    the workspaces (nbgrader course directories) generated, the rows already known (an
              unreadable submission, an unchanged one graded before) and the jobs left to run;
 - `execute`: the jobs on the executor, each outcome becoming a row as it arrives;
-- `settle`:  the points set by hand and the late penalties applied to every row;
+- `settle`:  the points set by hand and the late penalties applied to every row, then a group's row
+             given to every member of the group (`--groups`, autograder.lms.groups);
 - `write`:   grades.csv, max_points.csv, similarity.csv and report.html in the run folder.
 A cluster that stops taking jobs (`executors.ClusterError` from `run_all`) still gets its class
 written: every submission it did not run has an error row that says why, and the error is raised
@@ -29,7 +30,7 @@ import csv
 import hashlib
 import logging
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -42,6 +43,7 @@ from autograder.grading import formgrade, grades_csv, intake, lateness, override
 from autograder.grading.cache import Cache, safe_id
 from autograder.grading.results import ClassResult, Row
 from autograder.grading.status import Status, after_hand_grades, decide
+from autograder.lms import groups
 from autograder.nbgrader_setup import config as course_config
 from autograder.nbgrader_setup.gradebook import database_problem
 from autograder.nbgrader_setup.workspace import Workspace
@@ -110,6 +112,7 @@ class _Class:
     notebooks: dict[str, _Notebook]
     term: lateness.Term
     by_hand: list[overrides.Override]
+    groups: dict[str, groups.Group] = field(default_factory=dict)   # a group's submission's id -> the group
 
     @property
     def columns(self) -> dict[str, float]:
@@ -149,7 +152,7 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
             similar_pairs = similar.result()
     finally:
         executor.close()
-    settle(graded, rows)
+    rows = settle(graded, rows)
     result = write(graded, rows, similar_pairs)
     if stopped is not None:
         raise stopped   # grades.csv holds the rows done and the reason of each not run
@@ -166,23 +169,33 @@ def _check(settings: GradingSettings) -> None:
 
 def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder, submissions: Path,
          settings: GradingSettings) -> _Class:
-    """The assignment's notebooks (`paths`) with their students, the term and the points set by hand;
-    intake.csv."""
+    """The assignment's notebooks (`paths`) with their students, their groups, the term and the points set
+    by hand; intake.csv. A group's member may stand for the group's submission in the term's files and
+    the overrides: the group's row, and so every member's, gets the line."""
     run.root.mkdir(parents=True, exist_ok=True)
     key = settings.key()
     notebooks = {path.name: _Notebook(path, cell_points(nbformat.read(path, as_version=4)),
                                       intake.read_class(submissions, path.name),
                                       Cache(run.rows_of(path.name), path.read_bytes(), key))
                  for path in paths}
-    _write_intake(run.intake_csv, notebooks)
+    placed = groups.read(Path(settings.groups)).check(
+        [(submission.student_id, submission.lms, submission.name) for notebook in notebooks.values()
+         for submission in notebook.students]) if settings.groups else {}
+    _write_intake(run.intake_csv, notebooks, placed)
     students = {submission.student_id for notebook in notebooks.values() for submission in notebook.students}
-    term = _term(settings, assignment_id, students)
+    submission_of = {member: student for student, group in placed.items() for member in group.members}
+    term = _term(settings, assignment_id, students | set(submission_of), submission_of)
     term.marked_late = {submission.student_id for notebook in notebooks.values()
                         for submission in notebook.students if submission.late_marked}
-    graded = _Class(assignment_id, source_dir, run, notebooks, term, [])
+    graded = _Class(assignment_id, source_dir, run, notebooks, term, [], placed)
+    by_file = overrides.read(Path(settings.overrides), graded.columns, students | set(submission_of)) \
+        if settings.overrides else []
     graded.by_hand = (formgrade.hand_grades(run, assignment_id)   # the formgrader's first, the file's last
-                      + (overrides.read(Path(settings.overrides), graded.columns, students) if settings.overrides
-                         else []))
+                      + [replace(line, student_id=submission_of.get(line.student_id, line.student_id))
+                         for line in by_file])
+    if placed:
+        log.info("groups: %d group submissions graded once each for their %d members", len(set(placed)),
+                 len(submission_of))
     return graded
 
 
@@ -246,14 +259,30 @@ def execute(graded: _Class, plan: _Plan, executor, spaces: list[Workspace], sett
     return rows, None
 
 
-def settle(graded: _Class, rows: list[Row]) -> None:
+def settle(graded: _Class, rows: list[Row]) -> list[Row]:
     """After the cache took the rows: the points set by hand, the status they settle, the late penalty
-    (a new override, due date or policy needs no re-grade)."""
+    (a new override, due date or policy needs no re-grade); then the rows of the class, a group's row
+    once per member with the group's feedback page copied to the member's."""
     for row in rows:
         overrides.apply(row, graded.by_hand, graded.columns_of(row.notebook))
         row.status, row.reason = after_hand_grades(row.status, row.reason, row.answers_to_grade)
         row.raw_score = row.score
         _apply_lateness(row, graded.term)
+    return groups.spread(rows, lambda row: graded.groups.get(row.student_id),
+                         lambda row, group, member: _member_row(graded.run, row, group, member))
+
+
+def _member_row(run: RunFolder, row: Row, group: groups.Group, member: str) -> Row:
+    """A group's row as one member's: their id, the group's name, the group's points, status and
+    lateness, and a copy of the group's feedback page as theirs."""
+    feedback = row.feedback
+    if feedback is not None and feedback.exists():
+        feedback = run.feedback_page(member, row.notebook)
+        if feedback != row.feedback:
+            feedback.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(row.feedback, feedback)
+    return replace(row, student_id=member, group=group.name, feedback=feedback, cells=dict(row.cells),
+                   notes=list(row.notes), overrides=list(row.overrides), answers_to_grade=dict(row.answers_to_grade))
 
 
 def write(graded: _Class, rows: list[Row], similar: list[similarity.Comparison]) -> ClassResult:
@@ -352,12 +381,18 @@ def _similar(graded: _Class, releases: dict[str, nbformat.NotebookNode],
     return found
 
 
-def _term(settings: GradingSettings, assignment_id: str, students: set[str]) -> lateness.Term:
+def _term(settings: GradingSettings, assignment_id: str, students: set[str],
+          submission_of: dict[str, str]) -> lateness.Term:
+    """The term file with the extensions and submission times of `students`; a group member's line is
+    the group's submission's (`submission_of`)."""
     term = lateness.read_term(Path(settings.term) if settings.term else None)
     if settings.extensions:
         lateness.add_extensions(term, Path(settings.extensions), assignment_id, students)
     if settings.submitted_at:
         lateness.add_times(term, Path(settings.submitted_at), students)
+    term.extensions = {(submission_of.get(student, student), assignment): due
+                       for (student, assignment), due in term.extensions.items()}
+    term.submitted = {submission_of.get(student, student): at for student, at in term.submitted.items()}
     return term
 
 
@@ -373,13 +408,18 @@ def _apply_lateness(row: Row, term: lateness.Term) -> None:
     row.score = max(0.0, row.raw_score - row.penalty)
 
 
-def _write_intake(path: Path, notebooks: dict[str, _Notebook]) -> None:
+def _write_intake(path: Path, notebooks: dict[str, _Notebook], placed: dict[str, groups.Group]) -> None:
     """What intake read, one line per student and notebook: where each came from in the download, the
-    LMS's name and late marker, and the name a feedback file goes back under (autograder feedback)."""
+    LMS's name and late marker, and the name a feedback file goes back under (autograder feedback). A
+    group's submission has a line per member, under the member's id and upload name."""
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(INTAKE_COLUMNS)
         for name, notebook in notebooks.items():
             for s in notebook.students:
-                writer.writerow([s.student_id, name, s.lms, s.name, "yes" if s.late_marked else "", s.origin,
-                                 s.reupload, s.problem])
+                group = placed.get(s.student_id)
+                for student in group.members if group else [s.student_id]:
+                    writer.writerow([student, name, s.lms, group.names.get(student, group.name) if group else s.name,
+                                     "yes" if s.late_marked else "", s.origin,
+                                     groups.upload_name(s.lms, s.reupload, group, student) if group else s.reupload,
+                                     s.problem])

@@ -13,6 +13,7 @@ from autograder.runfolder import RunFolder, Status
 class Row:
     student_id: str
     assignment: str
+    group: str = ""                 # the group whose submission this row is (--groups); empty for an individual
     notebook: str = ""              # the notebook's file name (an assignment may have several)
     score: float = 0.0              # the points: the tests', then the hand grades', then less the late penalty
     raw_score: float = 0.0          # the points before the late penalty: the tests' with the hand grades applied

@@ -1,0 +1,201 @@
+"""Group work: the group roster, checked before anything is graded, and a group's one result spread
+to every member.
+
+    autograder grade 02_convlstm --submissions downloads.zip --groups groups.csv
+
+A group hands in one submission. Canvas names its file after the member who submitted it (the
+group's representative: `doejane_12345_678_<file>`, one user id for the whole group); Moodle's team
+submissions come as `<group name>_<group id>_assignsubmission_file/` (mod/assign/classes/downloader.php,
+`get_student_prefix`: the group's name with `_` turned into spaces, then `_<group id>`; a student
+in no group hands in under "Default group", without an id). Either way the download names no member
+but one, so the roster says who is in which group. `read` takes any of:
+
+- a plain CSV `group,student_id`, one line per member (the ids as grading knows them);
+- Canvas's CSV export of a group set (the API's `GET /api/v1/group_categories/:id/export`, "a csv
+  file of users in format ready to import"; where the People page offers it is not checked here):
+  columns `name, canvas_user_id, user_id, login_id, sections, group_name, canvas_group_id, group_id`.
+  Confirmed from canvas-lms doc/api/group_category_csv.md: `canvas_user_id`, `user_id`, `login_id`,
+  `group_name`, `canvas_group_id`, `group_id` (the import's columns, which the export writes); the
+  export's `name` and `sections` columns and their order are from third-party tools that read it.
+  Members are matched by `canvas_user_id`, the id of Canvas's download names; a line with an empty
+  `group_name` is a student in no group.
+- Moodle's grading worksheet of a team assignment (View all submissions, "Download grading
+  worksheet"): `Identifier` ("Participant 1001") and `Group` (mod/assign/gradingtable.php, `col_team`,
+  header `get_string('submissionteam', 'assign')`: the group's name, "Default group" or "Not a member
+  of any group, so unable to make submissions." for a student in none, and "Member of more than one
+  group, so unable to make submissions." for a student in several, which is refused here). It is the
+  Moodle file that pairs members with the participant ids that the grade import and the feedback
+  upload use: Moodle's own group exports (Groups overview, a report builder "Groups" report) name
+  users by user id, name or email, never by participant id. Column names are those of an English
+  site; another language is not recognised (use the plain CSV).
+
+`Groups.check` places every submission of a class before anything is graded: its id is a member's
+(Canvas's representative, a folder named after a member) or the group's own (a folder named after the
+group, Moodle's group id), or for a Moodle download its name is the group's. A submission that places
+in no group is graded as an individual under its own id, as without a roster (a student in no group,
+or a group the roster lacks: `autograder export` then refuses an id its class list does not have). Every
+problem is named at once: a student in two groups (with both groups), a group without members, a
+group with two submissions (with both).
+
+`spread` gives every member the group's row; `upload_name` is the name under which a member's
+feedback goes back through the LMS. Moodle: `<name>_<participant id>_assignsubmission_file/`, the
+member's own folder (importziplib.php reads the participant id from it, which a group's folder, named
+by the group id, does not give). Canvas: the group's upload name with the member's user id in place of
+the representative's (Canvas reads the user and attachment ids from a name's first two all-digit parts
+and wants the attachment among that user's submission's; assumed, not tried on a live Canvas: a group
+submission gives every member's submission the group's attachments).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, TypeVar
+
+from autograder import csvfile
+from autograder.errors import AutograderError
+from autograder.lms import downloads
+from autograder.lms.roster import WORKSHEET_ID, participant_id
+
+T = TypeVar("T")
+
+PLAIN = ("group", "student_id")
+CANVAS = ("canvas_user_id", "group_name")
+MOODLE = (WORKSHEET_ID, "Group")
+MOODLE_NO_GROUP = ("Default group", "Not a member of any group, so unable to make submissions.")
+MOODLE_SEVERAL = "Member of more than one group, so unable to make submissions."
+
+
+class GroupsError(AutograderError):
+    """A group roster that cannot be used: the message names every problem, with its file and lines."""
+
+
+@dataclass
+class Group:
+    """One group of the roster: its name, what else names it, its members."""
+    name: str
+    ids: set[str] = field(default_factory=set)            # what else names it: Canvas's canvas_group_id, group_id
+    members: list[str] = field(default_factory=list)      # student ids, in roster order
+    names: dict[str, str] = field(default_factory=dict)   # member -> their name, where the roster has it
+    lines: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Groups:
+    """The group roster read from `path`: every group by its name, every member's group."""
+    path: Path
+    groups: dict[str, Group]           # by name
+    member_of: dict[str, Group]        # student id -> their group
+
+    def of(self, submission_id: str, lms: str = "", name: str = "") -> Group | None:
+        """The group a submission is the group's submission of, or None: an individual's."""
+        if submission_id in self.member_of:
+            return self.member_of[submission_id]
+        for group in self.groups.values():
+            if submission_id == group.name or submission_id in group.ids:
+                return group
+        if lms == downloads.MOODLE and name:
+            return next((group for group in self.groups.values() if _moodle_name(group.name) == _moodle_name(name)),
+                        None)
+        return None
+
+    def check(self, submissions: list[tuple[str, str, str]]) -> dict[str, Group]:
+        """`(student id, lms, name)` of every submission -> its group (individuals left out); a group
+        with two submissions is a GroupsError that names both."""
+        placed: dict[str, Group] = {}
+        by_group: dict[str, list[str]] = {}
+        for student, lms, name in submissions:
+            group = self.of(student, lms, name)
+            if group is not None:
+                placed[student] = group
+                if student not in by_group.setdefault(group.name, []):
+                    by_group[group.name].append(student)
+        twice = [f"group {name!r} has {len(found)} submissions, one each from {' and '.join(found)}: "
+                 "a group hands in one" for name, found in by_group.items() if len(found) > 1]
+        if twice:
+            raise GroupsError(f"{self.path}:\n" + "\n".join(twice))
+        return placed
+
+
+def _moodle_name(name: str) -> str:
+    """A group's name as Moodle's download writes it in a folder name (`_` -> space)."""
+    return name.replace("_", " ").strip()
+
+
+def read(path: Path) -> Groups:
+    """The group roster in any of the three layouts (by its header), checked: every problem at once."""
+    columns, lines = csvfile.read_table(path, (), error=GroupsError)
+    if all(column in columns for column in CANVAS):
+        entries = [(line, line["group_name"], line["canvas_user_id"], line["name"],
+                    {line["canvas_group_id"], line["group_id"]} - {""}) for line in lines]
+    elif all(column in columns for column in MOODLE):
+        entries = [(line, "" if line["Group"] in MOODLE_NO_GROUP else line["Group"],
+                    participant_id(line[WORKSHEET_ID]), line["Full name"], set()) for line in lines]
+    elif all(column in columns for column in PLAIN):
+        entries = [(line, line["group"], line["student_id"], "", set()) for line in lines]
+    else:
+        raise GroupsError(f"{path}: not a group roster: expected the columns {', '.join(PLAIN)} (plain), "
+                          f"{', '.join(CANVAS)} (Canvas's group set export) or {', '.join(MOODLE)} (Moodle's "
+                          f"grading worksheet of a team assignment); found {', '.join(columns) or 'no header'}")
+    groups: dict[str, Group] = {}
+    member_of: dict[str, Group] = {}
+    first_line: dict[str, int] = {}
+    problems = []
+    for line, name, student, student_name, ids in entries:
+        if line["Group"] == MOODLE_SEVERAL and name:
+            problems.append(f"line {line.number}: {line[WORKSHEET_ID]} is in more than one group (Moodle does not "
+                            "say which): a student is in one group")
+            continue
+        if not name:
+            continue      # a student in no group: an individual
+        group = groups.setdefault(name, Group(name))
+        group.ids |= ids
+        group.lines.append(line.number)
+        if not student:
+            continue      # the group named without a member (checked below)
+        if student in member_of and member_of[student] is not group:
+            problems.append(f"line {line.number}: student {student} is in two groups, {member_of[student].name!r} "
+                            f"(line {first_line[student]}) and {name!r}")
+            continue
+        if student not in group.members:
+            group.members.append(student)
+            member_of[student] = group
+            first_line[student] = line.number
+            if student_name:
+                group.names[student] = student_name
+    problems += [f"line{'s' if len(group.lines) > 1 else ''} {', '.join(map(str, group.lines))}: group "
+                 f"{group.name!r} has no members"
+                 for group in groups.values() if not group.members]
+    if problems:
+        raise GroupsError(f"{path}:\n" + "\n".join(problems))
+    if not groups:
+        raise GroupsError(f"{path}: no group in it (every student is in none)")
+    return Groups(Path(path), groups, member_of)
+
+
+def spread(items: list[T], group_of: Callable[[T], Group | None], for_member: Callable[[T, Group, str], T]) -> list[T]:
+    """Every item of an individual as it is; an item of a group's submission once per member
+    (`for_member(item, group, member)`), in the roster's order of members."""
+    found = []
+    for item in items:
+        group = group_of(item)
+        found += [item] if group is None else [for_member(item, group, member) for member in group.members]
+    return found
+
+
+def upload_name(lms: str, reupload: str, group: Group, member: str) -> str:
+    """What a feedback file's name starts with to reach `member` through the LMS, from the group's
+    submission's (`reupload`: the representative's on Canvas, the group's folder on Moodle); "" where
+    the submission came from no LMS download."""
+    if not reupload:
+        return ""
+    if lms == downloads.MOODLE:
+        plugin = reupload.split("_", 2)[2]      # "assignsubmission_file/" after "<name>_<id>_"
+        return f"{_moodle_name(group.names.get(member) or group.name)}_{member}_{plugin}"
+    parts = reupload.rstrip("_").split("_")
+    user = next(index for index, part in enumerate(parts) if part.isascii() and part.isdigit())
+    name = re.sub(r"[^a-z0-9]", "", (group.names.get(member) or group.name).lower())
+    if not name or name.isdigit():
+        name = f"group{name}"
+    return "_".join([name, member, *parts[user + 1:]]) + "_"
