@@ -96,6 +96,10 @@ class GradingSettings(Configurable):
                         help="points set by hand (CSV: student_id,cell,points,comment,grader); default: "
                              "overrides/<assignment>.csv in the course root, if any; they survive --force"
                         ).tag(config=True, metavar="CSV")
+    roster = Unicode(None, allow_none=True,
+                     help="the class list whose names grades.csv and report.html show (CSV: Canvas's gradebook "
+                          "export, Moodle's grade export or grading worksheet, or student_id,name); its names win "
+                          "over an LMS download's").tag(config=True, metavar="CSV")
     similarity_threshold = Float(SIMILARITY_THRESHOLD,
                                  help="similar submissions: a pair is listed when at least this share (0 to 1) of "
                                       "one student's own code is found in the other's").tag(config=True, metavar="SHARE")

@@ -6,11 +6,12 @@ that gives every student's kernel a sandbox of its own, on this machine or on a 
                          Path("build/grading/00_gpu_setup"), settings=GradingSettings(workers=2))
 
 Every student gets a row whatever they submitted. `grade_class` runs five named steps:
-- `read`:    the assignment's notebooks, the class (intake), the term, the points set by hand;
+- `read`:    the assignment's notebooks, the class (intake), the students' names, the term, the points
+             set by hand;
 - `plan`:    the workspaces (nbgrader course directories) generated, the rows already known (an
              unreadable submission, an unchanged one graded before) and the jobs left to run;
 - `execute`: the jobs on the executor, each outcome becoming a row as it arrives;
-- `settle`:  the points set by hand and the late penalties applied to every row;
+- `settle`:  the names, the points set by hand and the late penalties applied to every row;
 - `write`:   grades.csv, max_points.csv, similarity.csv and report.html in the run folder.
 A cluster that stops taking jobs (`executors.ClusterError` from `run_all`) still gets its class
 written: every submission it did not run has an error row that says why, and the error is raised
@@ -29,7 +30,7 @@ import csv
 import hashlib
 import logging
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -42,6 +43,7 @@ from autograder.grading import formgrade, grades_csv, intake, lateness, override
 from autograder.grading.cache import Cache, safe_id
 from autograder.grading.results import ClassResult, Row
 from autograder.grading.status import Status, after_hand_grades, decide
+from autograder.lms import roster
 from autograder.nbgrader_setup import config as course_config
 from autograder.nbgrader_setup.gradebook import database_problem
 from autograder.nbgrader_setup.workspace import Workspace
@@ -110,6 +112,7 @@ class _Class:
     notebooks: dict[str, _Notebook]
     term: lateness.Term
     by_hand: list[overrides.Override]
+    names: dict[str, str] = field(default_factory=dict)   # student id -> name: the roster's, else the LMS download's
 
     @property
     def columns(self) -> dict[str, float]:
@@ -166,8 +169,8 @@ def _check(settings: GradingSettings) -> None:
 
 def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder, submissions: Path,
          settings: GradingSettings) -> _Class:
-    """The assignment's notebooks (`paths`) with their students, the term and the points set by hand;
-    intake.csv."""
+    """The assignment's notebooks (`paths`) with their students, their names, the term and the points set
+    by hand; intake.csv."""
     run.root.mkdir(parents=True, exist_ok=True)
     key = settings.key()
     notebooks = {path.name: _Notebook(path, cell_points(nbformat.read(path, as_version=4)),
@@ -179,7 +182,11 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
     term = _term(settings, assignment_id, students)
     term.marked_late = {submission.student_id for notebook in notebooks.values()
                         for submission in notebook.students if submission.late_marked}
-    graded = _Class(assignment_id, source_dir, run, notebooks, term, [])
+    names = {submission.student_id: submission.name for notebook in notebooks.values()
+             for submission in notebook.students if submission.name}
+    if settings.roster:   # the instructor's class list wins over the names an LMS download carries
+        names |= roster.names(Path(settings.roster))
+    graded = _Class(assignment_id, source_dir, run, notebooks, term, [], names)
     graded.by_hand = (formgrade.hand_grades(run, assignment_id)   # the formgrader's first, the file's last
                       + (overrides.read(Path(settings.overrides), graded.columns, students) if settings.overrides
                          else []))
@@ -247,9 +254,10 @@ def execute(graded: _Class, plan: _Plan, executor, spaces: list[Workspace], sett
 
 
 def settle(graded: _Class, rows: list[Row]) -> None:
-    """After the cache took the rows: the points set by hand, the status they settle, the late penalty
-    (a new override, due date or policy needs no re-grade)."""
+    """After the cache took the rows: the names, the points set by hand, the status they settle, the late
+    penalty (a new roster, override, due date or policy needs no re-grade)."""
     for row in rows:
+        row.name = graded.names.get(row.student_id, "")
         overrides.apply(row, graded.by_hand, graded.columns_of(row.notebook))
         row.status, row.reason = after_hand_grades(row.status, row.reason, row.answers_to_grade)
         row.raw_score = row.score
@@ -364,9 +372,11 @@ def _term(settings: GradingSettings, assignment_id: str, students: set[str]) -> 
 def _apply_lateness(row: Row, term: lateness.Term) -> None:
     at = term.submitted.get(row.student_id)
     row.submitted_at = at.isoformat() if at else ""
+    row.lms_late = row.student_id in term.marked_late
     row.late_by = term.late_seconds(row.student_id, row.assignment)
     by_marker = term.charged_by_marker(row.student_id)
-    row.penalty = term.policy.penalty(row.score, 1 if by_marker else row.late_by) if row.status.scored else 0.0
+    row.penalty = (term.policy.penalty(row.score, 1 if by_marker else row.late_by or 0.0) if row.status.scored
+                   else 0.0)
     if by_marker:   # one second late: one started day
         row.reason = "; ".join(filter(None, [row.reason, "the LMS marked it late and no submission time was given "
                                              "(--submitted-at): charged as late by one started day"]))
