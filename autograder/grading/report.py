@@ -10,7 +10,6 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import markupsafe
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
 from autograder import pages
@@ -91,10 +90,10 @@ def _similarity_options(result: ClassResult) -> dict:
     return dict(threshold=first.threshold, min_shared=first.min_shared, pairs_shown=first.top)
 
 
-def written_html(answer: str) -> markupsafe.Markup:
+def written_html(answer: str) -> str:
     """A written answer (a markdown cell's source) as HTML to read, with every active part of it escaped
-    or dropped (`sanitize.clean_html`, as on the feedback pages)."""
-    return markupsafe.Markup(clean_html(markdown2html_mistune(answer)))
+    or dropped (`sanitize.clean_html`, as on the feedback pages): the template marks it safe."""
+    return clean_html(markdown2html_mistune(answer))
 
 
 def write_html(result: ClassResult, path: Path | None = None) -> Path:
