@@ -1,6 +1,7 @@
 """Writes grades.csv (one row per student and notebook, `runfolder.GRADES_COLUMNS` first, then one
-column per graded cell; `lms_late` is `yes` or empty, `late_by` empty when the student has no due date) and max_points.csv (what each of those columns is out of, so a spreadsheet can
-compute rates). `autograder.runfolder.read_grades` reads grades.csv back."""
+column per graded cell; `lms_late` is `yes` or empty, `late_by` empty when the student has no due date)
+and max_points.csv (what each of those columns is out of, so a spreadsheet can compute rates).
+`autograder.runfolder.read_grades` reads grades.csv back."""
 
 from __future__ import annotations
 

@@ -23,8 +23,12 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
 
 
+def _points(points: float) -> str:
+    return f"{points:g} point" + ("" if points == 1 else "s")
+
+
 def waiting_note(points: float) -> str:
-    return f"**Waits for a hand grade** ({points:g} points): the score at the top does not count it yet."
+    return f"**Waits for a hand grade** ({_points(points)}): the score at the top does not count it yet."
 
 
 def mark_waiting(nb, resources: dict, waiting: dict[str, float]):
@@ -41,7 +45,7 @@ def mark_waiting(nb, resources: dict, waiting: dict[str, float]):
     if points:
         nb.cells = cells
         info = resources["nbgrader"]
-        info["notebook"] = f"{info['notebook']}, not final: {sum(points):g} points wait for a hand grade"
+        info["notebook"] = f"{info['notebook']}, not final: {_points(sum(points))} wait for a hand grade"
     return nb, resources
 
 
