@@ -35,8 +35,9 @@ from pathlib import Path
 
 from autograder import csvfile
 
-GRADES_COLUMNS = ("student_id", "group", "assignment", "notebook", "submitted_at", "late_by", "raw_score", "penalty", "score",
-                  "max_score", "status", "reason", "overrides", "seconds")
+GRADES_COLUMNS = ("student_id", "name", "group", "assignment", "notebook", "submitted_at", "lms_late", "late_by",
+                  "raw_score", "penalty", "score", "max_score", "status", "reason", "overrides", "seconds")
+ADDED_GRADES_COLUMNS = ("name", "group", "lms_late")   # a grades.csv written before them is read without them
 MAX_POINTS_COLUMNS = ("column", "max_points")
 INTAKE_COLUMNS = ("student_id", "notebook", "lms", "name", "late_marked", "origin", "reupload", "problem")
 
@@ -190,11 +191,13 @@ class BuildFolder:
 class GradesLine:
     """One row of grades.csv, typed."""
     student_id: str
+    name: str                          # empty when intake knew none
     group: str                         # the group whose submission it is; empty for an individual
     assignment: str
     notebook: str
     submitted_at: str
-    late_by: float
+    lms_late: bool                     # the LMS's download marked it late
+    late_by: float | None              # None: the student has no due date
     raw_score: float
     penalty: float
     score: float
@@ -211,19 +214,24 @@ def _grades_line(line: csvfile.Line) -> GradesLine:
         status = Status(line["status"])
     except ValueError:
         raise csvfile.BadLine(f"status {line['status']!r} is not one of {', '.join(Status)}") from None
-    numbers = {name: csvfile.number(line, name) for name in ("late_by", "raw_score", "penalty", "score",
-                                                              "max_score", "seconds")}
+    if line["lms_late"] not in ("yes", ""):
+        raise csvfile.BadLine(f"lms_late {line['lms_late']!r} is neither 'yes' nor empty")
+    numbers = {name: csvfile.number(line, name) for name in ("raw_score", "penalty", "score", "max_score", "seconds")}
     cells = {}
     for column, value in line.values.items():
         if column not in GRADES_COLUMNS:
             cells[column] = csvfile.number(line, column) if value else None
-    return GradesLine(line["student_id"], line["group"], line["assignment"], line["notebook"], line["submitted_at"],
+    return GradesLine(line["student_id"], line["name"], line["group"], line["assignment"], line["notebook"],
+                      line["submitted_at"], lms_late=line["lms_late"] == "yes",
+                      late_by=csvfile.number(line, "late_by") if line["late_by"] else None,
                       status=status, reason=line["reason"], overrides=line["overrides"], cells=cells, **numbers)
 
 
 def read_grades(path: Path) -> list[GradesLine]:
-    """grades.csv as typed rows; every malformed line is named with its file and number."""
-    return csvfile.parse(path, GRADES_COLUMNS, _grades_line, hint=" (run `autograder grade` first)")
+    """grades.csv as typed rows; every malformed line is named with its file and number. A grades.csv
+    of an older version, without the `ADDED_GRADES_COLUMNS`, reads as if they were empty."""
+    required = tuple(column for column in GRADES_COLUMNS if column not in ADDED_GRADES_COLUMNS)
+    return csvfile.parse(path, required, _grades_line, hint=" (run `autograder grade` first)")
 
 
 def read_max_points(path: Path) -> dict[str, float]:

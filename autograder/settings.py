@@ -96,6 +96,10 @@ class GradingSettings(Configurable):
                         help="points set by hand (CSV: student_id,cell,points,comment,grader); default: "
                              "overrides/<assignment>.csv in the course root, if any; they survive --force"
                         ).tag(config=True, metavar="CSV")
+    roster = Unicode(None, allow_none=True,
+                     help="the class list whose names grades.csv and report.html show (CSV: Canvas's gradebook "
+                          "export, Moodle's grade export or grading worksheet, or student_id,name); its names win "
+                          "over an LMS download's").tag(config=True, metavar="CSV")
     groups = Unicode(None, allow_none=True,
                      help="group work: who is in which group (CSV: group,student_id, or Canvas's group set export, or "
                           "Moodle's grading worksheet of a team assignment); a group's submission is graded once and "

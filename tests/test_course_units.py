@@ -415,7 +415,7 @@ def test_the_demo_solution_may_leave_only_its_written_answers_to_grade_by_hand(t
     from autograder.runfolder import GRADES_COLUMNS
 
     def line_of(student: str, score: int, status: str, reason: str, cells: str) -> str:
-        return f"{student},,ps1,ps1.ipynb,,0,{score},0,{score},6,{status},{reason},,1,{cells}"
+        return f"{student},,,ps1,ps1.ipynb,,,,{score},0,{score},6,{status},{reason},,1,{cells}"
 
     def read(solution_row: str) -> course_run.Line:
         layout = Layout(tmp_path / "course")

@@ -4,6 +4,7 @@ A tiny submission whose outputs and written answer hold active markup goes throu
 autograde and generate_feedback with the course's configuration, as `autograder grade` runs them; the
 course directory's nbgrader_config.py (an instructor's layer) only leaves the outputs as submitted
 and runs no kernel, so the test takes seconds. Its attempt to turn the sanitising off is overridden.
+Its written answer waits for a hand grade, which the page says instead of showing 0 points.
 `make_page` is shared with the browser test (tests/browser/test_feedback_markup.py), which opens the
 page in Chromium and finds that nothing ran.
 """
@@ -115,7 +116,10 @@ def test_a_feedback_page_keeps_no_active_student_markup_and_keeps_what_a_student
     assert "<strong>fast</strong>" in body and "<em>true</em>" in body and "Trade-off:" in body
     assert "$a&lt;b$" in body, "the math, as text for MathJax"
     assert "plain text printed by the student" in body
-    assert "Written response" in page and "hover here" in body
+    assert "hover here" in body
+    # the written answer waits for its hand grade: the page says so instead of 0 points (MarkWaitingAnswers)
+    assert "<strong>Waits for a hand grade</strong> (2 points)" in body and "Score: 0.0 / 2.0" not in page
+    assert "<h4>markup, not final: 2 points wait for a hand grade (Score: 1.0 / 3.0)</h4>" in body
 
 
 def test_the_allowlist_escapes_active_markup_and_keeps_images_and_tables():

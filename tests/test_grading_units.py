@@ -1,5 +1,5 @@
 """Fast unit tests of the grader's pure parts (no kernel, no nbgrader run): the tamper scan, the output
-cap and the feedback's hidden-test removal. The end-to-end runs (hostile class, nbgrader fixtures)
+cap, the feedback's hidden-test removal and its note on answers that wait for a hand grade. The end-to-end runs (hostile class, nbgrader fixtures)
 test the same parts through the pipeline."""
 
 from __future__ import annotations
@@ -81,6 +81,34 @@ def test_hide_hidden_tests_cuts_test_cells_only_and_shortens_their_tracebacks():
     assert own.source == hidden
 
 
+def test_mark_waiting_answers_says_an_answer_waits_instead_of_showing_0_points():
+    """The feedback step after GetGrades (fast: the gradebook's answer given as a dict): a written answer
+    without its hand grade loses its points line and gets a note; the page's heading says the total is
+    not final. A graded answer, a test cell and a page with nothing waiting stay as they were."""
+    from autograder.nbgrader_setup.preprocessors.mark_waiting_answers import mark_waiting
+
+    def answer(grade_id: str, score):
+        cell = nbformat.v4.new_markdown_cell(f"my answer to {grade_id}")
+        cell.metadata["nbgrader"] = {"grade_id": grade_id, "grade": True, "solution": True, "points": 2.0,
+                                     "score": score, "schema_version": 3}
+        return cell
+
+    test = _code_cell([], grade=True, solution=False, points=3, score=0.0)
+    nb = nbformat.v4.new_notebook(cells=[answer("why", 0.0), answer("how", 1.5), test])
+    resources = {"nbgrader": {"notebook": "ps1", "score": 4.5, "max_score": 7.0}}
+    nb, resources = mark_waiting(nb, resources, {"why": 2.0, "t": 3.0})
+    note, why, how, test_after = nb.cells
+    assert note.cell_type == "markdown" and note.source.startswith("**Waits for a hand grade** (2 points)")
+    assert why.metadata.nbgrader["grade"] is False and why.source == "my answer to why"
+    assert how.metadata.nbgrader["grade"] is True, "graded by hand: its score stands"
+    assert test_after.metadata.nbgrader["grade"] is True, "a test cell is never an answer to grade by hand"
+    assert resources["nbgrader"]["notebook"] == "ps1, not final: 2 points wait for a hand grade"
+    assert resources["nbgrader"]["score"] == 4.5
+    untouched = nbformat.v4.new_notebook(cells=[answer("why", 2.0)])
+    _, same = mark_waiting(untouched, {"nbgrader": {"notebook": "ps1"}}, {})
+    assert len(untouched.cells) == 1 and same["nbgrader"]["notebook"] == "ps1"
+
+
 def test_the_status_is_decided_in_one_place_from_the_run_and_the_tamper_findings():
     """autograder.grading.status.decide (fast: no kernel): each run outcome gives its status and whether the
     row keeps nbgrader's points; a tamper finding wins over all of them and keeps the run's reason."""
@@ -126,6 +154,27 @@ def test_grading_report_escapes_every_value_and_shows_each_row(tmp_path):
     assert "&amp; &lt;script&gt;" in page and "<script>" not in page
     assert "<td>1.5 / 3</td>" in page and "<td>test_a</td><td>100%</td>" in page
     assert page.startswith("<!doctype html>") and "border-collapse" in page
+
+
+def test_the_report_shows_names_and_renders_written_answers_without_running_them(tmp_path):
+    """report.html: the students' names beside their ids; a written answer rendered as the student wrote it
+    to be read (markdown, math as typed), its active markup dropped or shown as text."""
+    from autograder.grading import report
+    from autograder.grading.results import ClassResult, Row
+    from autograder.runfolder import Status
+
+    answer = ("The step takes **bold** time $t$ when $a<b$.\n\n<img src=x onerror=alert(1)>\n\n"
+              "<script>alert(2)</script> [link](javascript:alert(3))")
+    rows = [Row("101", "00", name="Lovelace, Ada", score=1, max_score=3, status=Status.NEEDS_MANUAL_GRADE,
+                cells={"test_a": 1.0}, answers_to_grade={"why": answer}),
+            Row("102", "00", score=1, max_score=3, cells={"test_a": 1.0})]
+    page = report.write_html(ClassResult("00", rows, ["test_a"], 3.0, tmp_path)).read_text(encoding="utf-8")
+    assert "<td>101</td><td>Lovelace, Ada</td>" in page and "<td>102</td><td></td>" in page
+    assert "<td>101</td><td>Lovelace, Ada</td><td>why</td>" in page, "the written answers' table names them too"
+    assert "<strong>bold</strong>" in page and "time $t$ when $a&lt;b$" in page
+    assert '<img src="x">' in page and "onerror" not in page
+    assert "<script>" not in page and "&lt;script&gt;alert(2)&lt;/script&gt;" in page
+    assert 'href="javascript' not in page
 
 
 def test_inject_profile_puts_the_profile_after_the_parameters_cell_and_drops_a_students_own(tmp_path):

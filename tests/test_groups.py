@@ -199,7 +199,7 @@ def test_a_folder_class_grades_each_group_once_and_gives_every_member_its_row(co
     out = grade(course, submissions, PLAIN)
     assert sorted(course["ran"]) == ["Team A", "carl", "dora"], "each group's submission graded once"
     lines = rows_of(out / "grades.csv")
-    assert list(lines[0])[:3] == ["student_id", "group", "assignment"]
+    assert list(lines[0])[:4] == ["student_id", "name", "group", "assignment"]
     assert [(line["student_id"], line["group"], line["score"], line["status"]) for line in lines] == [
         ("ann", "Team A", "6", "graded"), ("bob", "Team A", "6", "graded"), ("carl", "", "6", "graded"),
         ("dora", "Team B", "6", "graded"), ("eli", "Team B", "6", "graded")]

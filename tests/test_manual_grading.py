@@ -116,10 +116,10 @@ def test_an_override_grades_a_written_answer(graded):
     assert cy["overrides"] == "written_why: unscored -> 2 by TA Kim (names the factor)"
 
 
-def test_the_report_shows_the_answer_escaped(graded):
+def test_the_report_shows_the_answer_rendered(graded):
     report = (graded["out"] / "report.html").read_text(encoding="utf-8")
     assert "Written answers to grade by hand" in report
-    assert "It multiplies by &lt;b&gt;two&lt;/b&gt;." in report
+    assert "<p>It multiplies by <b>two</b>.</p>" in report, "as the student wrote it to be read (sanitised)"
     assert "Twice the value." not in report, "cy's answer is graded"
 
 

@@ -1,6 +1,7 @@
 """Writes grades.csv (one row per student and notebook, `runfolder.GRADES_COLUMNS` first, then one
-column per graded cell) and max_points.csv (what each of those columns is out of, so a spreadsheet can
-compute rates). `autograder.runfolder.read_grades` reads grades.csv back."""
+column per graded cell; `lms_late` is `yes` or empty, `late_by` empty when the student has no due date)
+and max_points.csv (what each of those columns is out of, so a spreadsheet can compute rates).
+`autograder.runfolder.read_grades` reads grades.csv back."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ def write_csv(result: ClassResult, path: Path | None = None) -> Path:
         writer = csv.writer(handle)
         writer.writerow([*GRADES_COLUMNS, *result.grade_cells])
         for row in sorted(result.rows, key=lambda r: (r.student_id, r.notebook)):
-            writer.writerow([row.student_id, row.group, row.assignment, row.notebook, row.submitted_at, f"{row.late_by:g}",
+            writer.writerow([row.student_id, row.name, row.group, row.assignment, row.notebook, row.submitted_at,
+                             "yes" if row.lms_late else "", "" if row.late_by is None else f"{row.late_by:g}",
                              f"{row.raw_score:g}", f"{row.penalty:g}", f"{row.score:g}", f"{row.max_score:g}",
                              row.status, row.reason, "; ".join(row.overrides), f"{row.seconds:g}",
                              *(f"{row.cells[cell]:g}" if cell in row.cells else "" for cell in result.grade_cells)])

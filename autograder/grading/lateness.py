@@ -73,9 +73,13 @@ class Term:
     def due_for(self, student_id: str, assignment: str) -> datetime | None:
         return self.extensions.get((student_id, assignment), self.due.get(assignment))
 
-    def late_seconds(self, student_id: str, assignment: str) -> float:
+    def late_seconds(self, student_id: str, assignment: str) -> float | None:
+        """Seconds after the student's due date; 0 without a submission time (on time); None when the
+        student has no due date for `assignment`."""
         due, at = self.due_for(student_id, assignment), self.submitted.get(student_id)
-        return max(0.0, (at - due).total_seconds()) if due and at else 0.0
+        if due is None:
+            return None
+        return max(0.0, (at - due).total_seconds()) if at else 0.0
 
     def charged_by_marker(self, student_id: str) -> bool:
         """Late by the LMS's marker only: no submission time is known, so the penalty is that of one

@@ -6,12 +6,13 @@ that gives every student's kernel a sandbox of its own, on this machine or on a 
                          Path("build/grading/00_gpu_setup"), settings=GradingSettings(workers=2))
 
 Every student gets a row whatever they submitted. `grade_class` runs five named steps:
-- `read`:    the assignment's notebooks, the class (intake), the term, the points set by hand;
+- `read`:    the assignment's notebooks, the class (intake), the students' names, the term, the points
+             set by hand;
 - `plan`:    the workspaces (nbgrader course directories) generated, the rows already known (an
              unreadable submission, an unchanged one graded before) and the jobs left to run;
 - `execute`: the jobs on the executor, each outcome becoming a row as it arrives;
-- `settle`:  the points set by hand and the late penalties applied to every row, then a group's row
-             given to every member of the group (`--groups`, autograder.lms.groups);
+- `settle`:  the names, the points set by hand and the late penalties applied to every row, then a
+             group's row given to every member of the group (`--groups`, autograder.lms.groups);
 - `write`:   grades.csv, max_points.csv, similarity.csv and report.html in the run folder.
 A cluster that stops taking jobs (`executors.ClusterError` from `run_all`) still gets its class
 written: every submission it did not run has an error row that says why, and the error is raised
@@ -43,7 +44,7 @@ from autograder.grading import formgrade, grades_csv, intake, lateness, override
 from autograder.grading.cache import Cache, safe_id
 from autograder.grading.results import ClassResult, Row
 from autograder.grading.status import Status, after_hand_grades, decide
-from autograder.lms import groups
+from autograder.lms import groups, roster
 from autograder.nbgrader_setup import config as course_config
 from autograder.nbgrader_setup.gradebook import database_problem
 from autograder.nbgrader_setup.workspace import Workspace
@@ -113,6 +114,7 @@ class _Class:
     term: lateness.Term
     by_hand: list[overrides.Override]
     groups: dict[str, groups.Group] = field(default_factory=dict)   # a group's submission's id -> the group
+    names: dict[str, str] = field(default_factory=dict)   # student id -> name: the roster's, else the LMS download's
 
     @property
     def columns(self) -> dict[str, float]:
@@ -169,9 +171,9 @@ def _check(settings: GradingSettings) -> None:
 
 def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder, submissions: Path,
          settings: GradingSettings) -> _Class:
-    """The assignment's notebooks (`paths`) with their students, their groups, the term and the points set
-    by hand; intake.csv. A group's member may stand for the group's submission in the term's files and
-    the overrides: the group's row, and so every member's, gets the line."""
+    """The assignment's notebooks (`paths`) with their students, their names, their groups, the term and
+    the points set by hand; intake.csv. A group's member may stand for the group's submission in the
+    term's files and the overrides: the group's row, and so every member's, gets the line."""
     run.root.mkdir(parents=True, exist_ok=True)
     key = settings.key()
     notebooks = {path.name: _Notebook(path, cell_points(nbformat.read(path, as_version=4)),
@@ -187,7 +189,13 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
     term = _term(settings, assignment_id, students | set(submission_of), submission_of)
     term.marked_late = {submission.student_id for notebook in notebooks.values()
                         for submission in notebook.students if submission.late_marked}
-    graded = _Class(assignment_id, source_dir, run, notebooks, term, [], placed)
+    names = {submission.student_id: submission.name for notebook in notebooks.values()
+             for submission in notebook.students if submission.name}
+    for group in placed.values():   # a group's submission is named after the group; its members by the roster
+        names |= group.names
+    if settings.roster:   # the instructor's class list wins over the names an LMS download carries
+        names |= roster.names(Path(settings.roster))
+    graded = _Class(assignment_id, source_dir, run, notebooks, term, [], placed, names)
     by_file = overrides.read(Path(settings.overrides), graded.columns, students | set(submission_of)) \
         if settings.overrides else []
     graded.by_hand = (formgrade.hand_grades(run, assignment_id)   # the formgrader's first, the file's last
@@ -262,14 +270,18 @@ def execute(graded: _Class, plan: _Plan, executor, spaces: list[Workspace], sett
 def settle(graded: _Class, rows: list[Row]) -> list[Row]:
     """After the cache took the rows: the points set by hand, the status they settle, the late penalty
     (a new override, due date or policy needs no re-grade); then the rows of the class, a group's row
-    once per member with the group's feedback page copied to the member's."""
+    once per member with the group's feedback page copied to the member's, each named (a new roster
+    needs no re-grade either)."""
     for row in rows:
         overrides.apply(row, graded.by_hand, graded.columns_of(row.notebook))
         row.status, row.reason = after_hand_grades(row.status, row.reason, row.answers_to_grade)
         row.raw_score = row.score
         _apply_lateness(row, graded.term)
-    return groups.spread(rows, lambda row: graded.groups.get(row.student_id),
+    rows = groups.spread(rows, lambda row: graded.groups.get(row.student_id),
                          lambda row, group, member: _member_row(graded.run, row, group, member))
+    for row in rows:
+        row.name = graded.names.get(row.student_id, "")
+    return rows
 
 
 def _member_row(run: RunFolder, row: Row, group: groups.Group, member: str) -> Row:
@@ -399,9 +411,11 @@ def _term(settings: GradingSettings, assignment_id: str, students: set[str],
 def _apply_lateness(row: Row, term: lateness.Term) -> None:
     at = term.submitted.get(row.student_id)
     row.submitted_at = at.isoformat() if at else ""
+    row.lms_late = row.student_id in term.marked_late
     row.late_by = term.late_seconds(row.student_id, row.assignment)
     by_marker = term.charged_by_marker(row.student_id)
-    row.penalty = term.policy.penalty(row.score, 1 if by_marker else row.late_by) if row.status.scored else 0.0
+    row.penalty = (term.policy.penalty(row.score, 1 if by_marker else row.late_by or 0.0) if row.status.scored
+                   else 0.0)
     if by_marker:   # one second late: one started day
         row.reason = "; ".join(filter(None, [row.reason, "the LMS marked it late and no submission time was given "
                                              "(--submitted-at): charged as late by one started day"]))

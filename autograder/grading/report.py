@@ -1,6 +1,8 @@
 """The grading report: report.html (score histogram, pass rate of every test, similar submissions) and a
 terminal summary. The histogram is drawn by the page's template as SVG (`Histogram`), so writing the
-report loads no plotting library."""
+report loads no plotting library. Written answers are shown as their markdown renders (`written_html`):
+nbconvert's markdown, then the feedback pages' sanitising, so nothing a student wrote runs; the page
+loads no script, so math stays as the student typed it (`$t$`), as text."""
 
 from __future__ import annotations
 
@@ -8,9 +10,12 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
 from autograder import pages
 from autograder.grading import similarity
 from autograder.grading.results import ClassResult
+from autograder.nbgrader_setup.sanitize import clean_html
 
 
 def summary_lines(result: ClassResult) -> list[str]:
@@ -85,11 +90,18 @@ def _similarity_options(result: ClassResult) -> dict:
     return dict(threshold=first.threshold, min_shared=first.min_shared, pairs_shown=first.top)
 
 
+def written_html(answer: str) -> str:
+    """A written answer (a markdown cell's source) as HTML to read, with every active part of it escaped
+    or dropped (`sanitize.clean_html`, as on the feedback pages): the template marks it safe."""
+    return clean_html(markdown2html_mistune(answer))
+
+
 def write_html(result: ClassResult, path: Path | None = None) -> Path:
     path = path or result.run.report_html
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(pages.render("grading_report.html", result=result, histogram=histogram(result),
                                  rows=sorted(result.rows, key=lambda row: (row.student_id, row.notebook)),
                                  several=len(result.notebooks) > 1,
-                                 rates=pass_rates(result), **_similarity_options(result)), encoding="utf-8")
+                                 rates=pass_rates(result), written_html=written_html,
+                                 **_similarity_options(result)), encoding="utf-8")
     return path

@@ -13,13 +13,15 @@ from autograder.runfolder import RunFolder, Status
 class Row:
     student_id: str
     assignment: str
+    name: str = ""                  # the student's name when intake knows it (the roster's, else the LMS download's)
     group: str = ""                 # the group whose submission this row is (--groups); empty for an individual
     notebook: str = ""              # the notebook's file name (an assignment may have several)
     score: float = 0.0              # the points: the tests', then the hand grades', then less the late penalty
     raw_score: float = 0.0          # the points before the late penalty: the tests' with the hand grades applied
     penalty: float = 0.0            # points taken for lateness (autograder.grading.lateness)
     submitted_at: str = ""          # ISO 8601, when known
-    late_by: float = 0.0            # seconds after the (extended) due date
+    lms_late: bool = False          # the LMS's download marked it late (Canvas's LATE)
+    late_by: float | None = None    # seconds after the (extended) due date; None: the student has no due date
     max_score: float = 0.0
     status: Status = Status.GRADED
     reason: str = ""

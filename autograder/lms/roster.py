@@ -1,5 +1,5 @@
 """The class list the LMS exports: Canvas's gradebook export, Moodle's grade export or Moodle's grading
-worksheet (CSV).
+worksheet (CSV); or a plain one, `student_id,name`.
 
 Either file has a header row and one row per student; one of its columns identifies the student the
 way the submissions folder names them (`--match`): Canvas's `ID` (the Canvas user id) by default,
@@ -7,6 +7,9 @@ Moodle's `Email address` by default, the worksheet's `Identifier` ("Participant 
 id that Moodle's download of submissions names its folders with, which is what is matched; in another
 language the column grade_import.worksheet_columns finds). Canvas's export has a `Points Possible` row (and, in newer
 versions, other rows without a student id) under the header: rows with an empty id are not students.
+
+`names` reads the students' names from any of these files for grades.csv and report.html
+(`autograder grade --roster`); which columns it reads is `NAME_LAYOUTS`.
 """
 
 from __future__ import annotations
@@ -66,3 +69,26 @@ def read(path: Path, match: str, *, participant: bool = False) -> Roster:
     if not students:
         raise RosterError(f"{path}: no student rows (every {match} is empty)")
     return Roster(path, columns, match, students)
+
+
+# A roster's layout, recognised by its columns: (id column, name columns) -> the student's name is the
+# name columns joined by a space. In this order: a file with a `student_id` column is a plain one.
+NAME_LAYOUTS = (
+    ("student_id", ("name",)),                           # plain
+    ("ID", ("Student",)),                                # Canvas's gradebook export: "Lovelace, Ada"
+    (WORKSHEET_ID, ("Full name",)),                      # Moodle's grading worksheet: its participant id
+    ("Email address", ("First name", "Last name")),      # Moodle's grade export
+)
+
+
+def names(path: Path) -> dict[str, str]:
+    """Student id -> name, from a roster in one of the `NAME_LAYOUTS` (each id once: `read`'s checks)."""
+    columns = csvfile.read_table(path, (), error=RosterError)[0]
+    for match, name_columns in NAME_LAYOUTS:
+        if match in columns and all(column in columns for column in name_columns):
+            roster = read(path, match)
+            return {student: " ".join(filter(None, (row.get(column, "") for column in name_columns)))
+                    for student, row in roster.students.items()}
+    layouts = "; ".join(f"{match} with {' and '.join(name_columns)}" for match, name_columns in NAME_LAYOUTS)
+    raise RosterError(f"{path}: no columns to read names from (its columns: {', '.join(columns) or 'none'}); "
+                      f"expected one of: {layouts}")

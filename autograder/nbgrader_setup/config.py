@@ -5,7 +5,8 @@
 configurable preprocessor lists:
 - Autograde: `InjectProfile` before `Execute`; `FilterLogNoise` in place of `IgnorePattern`;
   `LimitOutputSize` after `LimitOutput`;
-- GenerateFeedback: `HideHiddenTests` after `GetGrades`;
+- GenerateFeedback: `HideHiddenTests` after `GetGrades`, `MarkWaitingAnswers` last (a written answer
+  that waits for a hand grade is said to, not shown as 0 points);
 - HTMLExporter (feedback pages, the formgrader's views): nbconvert's sanitising, with the course's
   allowlist (`autograder.nbgrader_setup.sanitize`), so no markup of a student's runs where they are read;
 and runs every kernel nbgrader starts as the grading kernel spec (`kernelspec.GRADING_KERNEL`), whose
@@ -34,7 +35,8 @@ from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
 from autograder.errors import AutograderError
 from autograder.nbgrader_setup.kernelspec import GRADING_KERNEL
 from autograder.nbgrader_setup import sanitize
-from autograder.nbgrader_setup.preprocessors import FilterLogNoise, HideHiddenTests, InjectProfile, LimitOutputSize
+from autograder.nbgrader_setup.preprocessors import (FilterLogNoise, HideHiddenTests, InjectProfile, LimitOutputSize,
+                                                     MarkWaitingAnswers)
 from autograder.settings import GradingSettings
 
 COURSE_ID = "tf-internals"
@@ -62,6 +64,7 @@ def autograde_preprocessors() -> list:
 def feedback_preprocessors() -> list:
     steps = _default(GenerateFeedback, "preprocessors")
     steps.insert(1, HideHiddenTests)
+    steps.append(MarkWaitingAnswers)
     return steps
 
 
