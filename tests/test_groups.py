@@ -95,6 +95,77 @@ def test_moodle_worksheet_of_a_team_assignment_gives_participant_ids_and_the_tea
     assert found.of("12", "moodle", "Team Red").name == "Team Red", "a team's folder names the group"
 
 
+# The team worksheet of a German and of a French site: the headers and identifiers of
+# tests/test_lms_export.py's WORKSHEET_DE and WORKSHEET_FR (German's "Teilnehmer/in1001" without a space,
+# its decimal comma), with the group column gradingtable.php writes after the status, named and filled
+# with the lang packs' strings (submissionteam "Gruppe"/"Groupe", defaultteam "Standard-Gruppe"/"Groupe
+# par défaut"). The status values are plausible translations, not checked against the packs.
+WORKSHEET_DE = """ID,Vollständiger Name,E-Mail-Adresse,Status,Gruppe,Bewertung,Bestwertung,Bewertung kann geändert werden,Zuletzt geändert (Bewertung)
+Teilnehmer/in1001,Jane Doe,jane@example.org,Zur Bewertung abgegeben,Team Red,,"6,00",Ja,-
+Teilnehmer/in1002,John Smith,john@example.org,Zur Bewertung abgegeben,Team Red,,"6,00",Ja,-
+Teilnehmer/in1003,Ann Lee,ann@example.org,Zur Bewertung abgegeben,Standard-Gruppe,,"6,00",Ja,-
+Teilnehmer/in1004,Bo Kim,bo@example.org,Keine Abgabe,Team Blue,,"6,00",Ja,-
+"""
+WORKSHEET_FR = """Identifiant,Nom complet,Adresse de courriel,Statut,Groupe,Note,Note maximale,La note peut être modifiée,Dernière modification (note)
+Participant 1001,Jane Doe,jane@example.org,Remis pour évaluation,Team Red,,"6,00",Oui,-
+Participant 1002,John Smith,john@example.org,Remis pour évaluation,Team Red,,"6,00",Oui,-
+Participant 1003,Ann Lee,ann@example.org,Remis pour évaluation,Groupe par défaut,,"6,00",Oui,-
+Participant 1004,Bo Kim,bo@example.org,Aucun devoir,Team Blue,,"6,00",Oui,-
+"""
+
+
+def groups_of(found: groups.Groups) -> dict[str, tuple[list[str], dict[str, str]]]:
+    return {name: (group.members, group.names) for name, group in found.groups.items()}
+
+
+@pytest.mark.parametrize("text", [WORKSHEET_DE, WORKSHEET_FR], ids=["de", "fr"])
+def test_a_team_worksheet_in_another_language_reads_into_the_english_ones_groups(tmp_path, text):
+    """The identifier found as the export finds it, the group and full name columns by their headers in
+    the site's language, "Default group" in that language a student in no group."""
+    english = groups.read(write(tmp_path / "english.csv", WORKSHEET))
+    found = groups.read(write(tmp_path / "worksheet.csv", text))
+    assert groups_of(found) == groups_of(english) == {
+        "Team Red": (["1001", "1002"], {"1001": "Jane Doe", "1002": "John Smith"}),
+        "Team Blue": (["1004"], {"1004": "Bo Kim"})}
+    assert found.of("1003") is None
+    assert groups.upload_name("moodle", "Team Red_12_assignsubmission_file/", found.groups["Team Red"], "1002") == \
+        "John Smith_1002_assignsubmission_file/", "the member's name from the full name column"
+
+
+@pytest.mark.parametrize(("text", "no_group", "several"), [
+    (WORKSHEET_DE, "Kein Mitglied einer Gruppe. Die Abgabe von Aufgaben ist nicht möglich.",
+     "Mitglied in mehreren Gruppen. Die Abgabe von Aufgaben ist nicht möglich."),
+    (WORKSHEET_FR, "Membre d’aucun groupe\u00a0; impossible donc de remettre un travail.",
+     "Membre de plusieurs groupes\u00a0; impossible donc de remettre un travail.")], ids=["de", "fr"])
+def test_no_group_and_several_groups_are_recognised_in_the_sites_language(tmp_path, text, no_group, several):
+    """Where the assignment requires a group, Moodle writes noteamgrader or multipleteamsgrader in the group
+    column (the lang packs' strings, French's with a no-break space before its semicolon): the first is a
+    student in no group, the second is refused."""
+    default = "Standard-Gruppe" if text is WORKSHEET_DE else "Groupe par défaut"
+    found = groups.read(write(tmp_path / "none.csv", text.replace(default, f'"{no_group}"')))
+    assert found.of("1003") is None and list(found.groups) == ["Team Red", "Team Blue"]
+    bo = "Teilnehmer/in1004" if text is WORKSHEET_DE else "Participant 1004"
+    with pytest.raises(groups.GroupsError, match=f"line 5: {bo} is in more than one group"):
+        groups.read(write(tmp_path / "several.csv", text.replace("Team Blue", f'"{several}"')))
+
+
+def test_a_worksheet_in_a_language_not_known_is_refused_naming_its_columns(tmp_path):
+    polish = ("Identyfikator,Imię i nazwisko,Status,Grupa,Ocena,Maksymalna ocena\n"
+              "Uczestnik 1001,Jane Doe,Przesłane do oceny,Team Red,,6\n")
+    with pytest.raises(groups.GroupsError) as raised:
+        groups.read(write(tmp_path / "worksheet.csv", polish))
+    message = str(raised.value)
+    assert "a group column named as Moodle names it" in message and "Gruppe" in message, message
+    assert "found Identyfikator, Imię i nazwisko, Status, Grupa, Ocena, Maksymalna ocena" in message, message
+    assert "write the plain CSV from it" in message, message
+    moved = "Vollständiger Name,ID,Gruppe\nJane Doe,Teilnehmer/in1001,Team Red\n"
+    with pytest.raises(groups.GroupsError, match=r"participant numbers are in ID, not first\); its column Gruppe .*"
+                                                  r"\(its columns: Vollständiger Name, ID, Gruppe\)"):
+        groups.read(write(tmp_path / "moved.csv", moved))
+    with pytest.raises(groups.GroupsError, match="more than one column could be the group's, Gruppe, Group"):
+        groups.read(write(tmp_path / "two.csv", "ID,Gruppe,Group\nTeilnehmer/in1001,Team Red,Team Red\n"))
+
+
 def test_a_student_in_two_groups_and_a_group_without_members_are_named_at_once(tmp_path):
     text = PLAIN + "Team B,bob\nTeam C,\n"
     with pytest.raises(groups.GroupsError) as raised:

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from autograder import csvfile
 from autograder.errors import AutograderError
-from autograder.lms.roster import Roster
+from autograder.lms.roster import Roster, worksheet_identifier
 from autograder.lms.roster import read as read_roster
 from autograder.runfolder import GradesLine, Status
 
@@ -107,21 +107,8 @@ def rows(roster: Roster, grades: dict[str, Grade], missing: str) -> list[tuple[d
     return out
 
 
-# A worksheet's cells, as mod/assign/gradingtable.php writes them in its download mode.
-_PARTICIPANT = re.compile(r"^(\D*\S)\s*(\d+)$")   # get_string('hiddenuser', 'assign') . <participant id>
-_NUMBER = re.compile(r"^-?\d+(?:[.,]\d+)?$")        # a grade or the maximum grade, format_float'ed
-
-
-def _participant_column(columns: list[str], lines: list[dict[str, str]]) -> list[str]:
-    """The columns whose every value is one and the same word(s) followed by a number: "Participant 1001",
-    "Teilnehmer/in 1001", ... (the identifier: `get_string('hiddenuser', 'assign')` and the record id)."""
-    found = []
-    for name in columns:
-        prefixes = {match.group(1) if match else None
-                    for match in (_PARTICIPANT.match(line.get(name, "")) for line in lines)}
-        if len(prefixes) == 1 and None not in prefixes and re.search(r"[^\W\d_]", next(iter(prefixes))):
-            found.append(name)
-    return found
+# A worksheet's grade and maximum grade, as mod/assign/gradingtable.php writes them in its download mode.
+_NUMBER = re.compile(r"^-?\d+(?:[.,]\d+)?$")        # format_float'ed
 
 
 def _grade_columns(columns: list[str], lines: list[dict[str, str]], after: int) -> list[str]:
@@ -148,10 +135,10 @@ def worksheet_columns(columns: list[str], lines: list[dict[str, str]], given: st
     - `given` ("Identifiant,Note", the `--worksheet-columns` option): those two columns;
     - the English names when the worksheet has them (`Identifier`, `Grade`, `Last modified (grade)`);
     - else by what gradingtable.php's download writes, whatever the language: the identifier is the
-      column whose every value is one word followed by the participant number (`col_recordid`:
-      get_string('hiddenuser', 'assign') . the unique id) and which Moodle writes first, the grade is the column after it that holds
-      only numbers, empty cells or "-" and is immediately followed by the maximum grade (`grademax`: the
-      same number on every row).
+      column `roster.worksheet_identifier` finds (`Identifier`, or the first column, whose every value is
+      one word followed by the participant number), the grade is the column after it that holds only
+      numbers, empty cells or "-" and is immediately followed by the maximum grade (`grademax`: the same
+      number on every row).
     Anything else (none found, or more than one candidate) is refused with an ExportError that names
     the candidates and the option to name the columns."""
     if given:
@@ -165,19 +152,13 @@ def worksheet_columns(columns: list[str], lines: list[dict[str, str]], given: st
     if all(name in columns for name in WORKSHEET_COLUMNS):
         return WORKSHEET_COLUMNS[0], WORKSHEET_COLUMNS[1]
     hint = ("; name them with --worksheet-columns \"<identifier>,<grade>\" (its columns: " + ", ".join(columns) + ")")
-    # gradingtable.php's download always writes recordid first (in place of the picture, or alone when
-    # identities are hidden): the identifier is the first column, checked by its values.
-    ids = _participant_column(columns, lines)
-    if not columns or columns[0] not in ids:
-        raise ExportError(f"{where} is not a Moodle grading worksheet: no column Identifier, nor a first column whose "
-                          "every value is a word and a participant number ('Participant 1001', as Moodle writes it)"
-                          + (f" (participant numbers are in {', '.join(ids)}, not first)" if ids else "") + hint)
-    grade = _grade_columns(columns, lines, 0)
+    identifier = worksheet_identifier(columns, lines, where, ExportError, hint)
+    grade = _grade_columns(columns, lines, columns.index(identifier))
     if len(grade) != 1:
         raise ExportError(f"{where}: cannot tell which column is the grade (its English name Grade is not there, "
                           + ("and no column of numbers is followed by the maximum grade"
                              if not grade else f"and each of {', '.join(grade)} could be it") + ")" + hint)
-    return columns[0], grade[0]
+    return identifier, grade[0]
 
 
 def read_worksheet(path: Path, given: str | None = None) -> tuple[Roster, str]:

@@ -20,14 +20,23 @@ but one, so the roster says who is in which group. `read` takes any of:
   Members are matched by `canvas_user_id`, the id of Canvas's download names; a line with an empty
   `group_name` is a student in no group.
 - Moodle's grading worksheet of a team assignment (View all submissions, "Download grading
-  worksheet"): `Identifier` ("Participant 1001") and `Group` (mod/assign/gradingtable.php, `col_team`,
-  header `get_string('submissionteam', 'assign')`: the group's name, "Default group" or "Not a member
-  of any group, so unable to make submissions." for a student in none, and "Member of more than one
-  group, so unable to make submissions." for a student in several, which is refused here). It is the
-  Moodle file that pairs members with the participant ids that the grade import and the feedback
-  upload use: Moodle's own group exports (Groups overview, a report builder "Groups" report) name
-  users by user id, name or email, never by participant id. Column names are those of an English
-  site; another language is not recognised (use the plain CSV).
+  worksheet"), in the site's language. Confirmed from mod/assign/gradingtable.php (its download mode):
+  the identifier column (`recordid`: "Participant 1001", `hiddenuser` and the participant id) is
+  written first, the full name (`fullname`) right after it unless blind marking hides identities, and
+  with team submissions a group column (`col_team`, header `submissionteam`) holding the group's name,
+  `defaultteam` ("Default group": a student in no group, where the assignment lets one hand in
+  without a group), `noteamgrader` ("Not a member of any group, so unable to make submissions.") or
+  `multipleteamsgrader` ("Member of more than one group, so unable to make submissions.", refused
+  here), all in the site's language. The identifier column is found as the export finds it
+  (`roster.worksheet_identifier`: `Identifier`, else the first column by its values); the group and
+  full name columns by their headers and the group column's values by Moodle's strings, in every
+  language of the lang packs `moodle_strings` holds (copied from the packs; assumed, not tried on a
+  live Moodle site: that a site's download writes them as the packs have them). A worksheet of another
+  language, or of a site that changed those strings, is refused with its columns named (write the
+  plain CSV). It is the Moodle file that pairs
+  members with the participant ids that the grade import and the feedback upload use: Moodle's own
+  group exports (Groups overview, a report builder "Groups" report) name users by user id, name or
+  email, never by participant id.
 
 `Groups.check` places every submission of a class before anything is graded: its id is a member's
 (Canvas's representative, a folder named after a member) or the group's own (a folder named after the
@@ -55,16 +64,13 @@ from typing import Callable, TypeVar
 
 from autograder import csvfile
 from autograder.errors import AutograderError
-from autograder.lms import downloads
-from autograder.lms.roster import WORKSHEET_ID, participant_id
+from autograder.lms import downloads, moodle_strings
+from autograder.lms.roster import participant_id, worksheet_identifier
 
 T = TypeVar("T")
 
 PLAIN = ("group", "student_id")
 CANVAS = ("canvas_user_id", "group_name")
-MOODLE = (WORKSHEET_ID, "Group")
-MOODLE_NO_GROUP = ("Default group", "Not a member of any group, so unable to make submissions.")
-MOODLE_SEVERAL = "Member of more than one group, so unable to make submissions."
 
 
 class GroupsError(AutograderError):
@@ -126,27 +132,32 @@ def _moodle_name(name: str) -> str:
 def read(path: Path) -> Groups:
     """The group roster in any of the three layouts (by its header), checked: every problem at once."""
     columns, lines = csvfile.read_table(path, (), error=GroupsError)
+    problems = []
+    team = [column for column in columns if column in moodle_strings.GROUP]
     if all(column in columns for column in CANVAS):
         entries = [(line, line["group_name"], line["canvas_user_id"], line["name"],
                     {line["canvas_group_id"], line["group_id"]} - {""}) for line in lines]
-    elif all(column in columns for column in MOODLE):
-        entries = [(line, "" if line["Group"] in MOODLE_NO_GROUP else line["Group"],
-                    participant_id(line[WORKSHEET_ID]), line["Full name"], set()) for line in lines]
     elif all(column in columns for column in PLAIN):
         entries = [(line, line["group"], line["student_id"], "", set()) for line in lines]
+    elif team:
+        group, identifier, full_name = _worksheet_columns(path, columns, lines, team)
+        several = [line for line in lines if line[group] in moodle_strings.SEVERAL_GROUPS]
+        problems += [f"line {line.number}: {line[identifier]} is in more than one group (Moodle does not say "
+                     "which): a student is in one group" for line in several]
+        entries = [(line, "" if line[group] in moodle_strings.NO_GROUP else line[group],
+                    participant_id(line[identifier]), line[full_name] if full_name else "", set())
+                   for line in lines if line not in several]
     else:
         raise GroupsError(f"{path}: not a group roster: expected the columns {', '.join(PLAIN)} (plain), "
-                          f"{', '.join(CANVAS)} (Canvas's group set export) or {', '.join(MOODLE)} (Moodle's "
-                          f"grading worksheet of a team assignment); found {', '.join(columns) or 'no header'}")
+                          f"{', '.join(CANVAS)} (Canvas's group set export) or, for Moodle's grading worksheet of a "
+                          "team assignment, a group column named as Moodle names it in the languages of its lang "
+                          f"packs ({', '.join(sorted(moodle_strings.GROUP))}); found "
+                          f"{', '.join(columns) or 'no header'}. For a worksheet in another language write the plain "
+                          "CSV from it (group, and the participant number as student_id)")
     groups: dict[str, Group] = {}
     member_of: dict[str, Group] = {}
     first_line: dict[str, int] = {}
-    problems = []
     for line, name, student, student_name, ids in entries:
-        if line["Group"] == MOODLE_SEVERAL and name:
-            problems.append(f"line {line.number}: {line[WORKSHEET_ID]} is in more than one group (Moodle does not "
-                            "say which): a student is in one group")
-            continue
         if not name:
             continue      # a student in no group: an individual
         group = groups.setdefault(name, Group(name))
@@ -172,6 +183,22 @@ def read(path: Path) -> Groups:
     if not groups:
         raise GroupsError(f"{path}: no group in it (every student is in none)")
     return Groups(Path(path), groups, member_of)
+
+
+def _worksheet_columns(path: Path, columns: list[str], lines: list[csvfile.Line],
+                       team: list[str]) -> tuple[str, str, str]:
+    """A team worksheet's group, identifier and full name columns (the last "" where identities are hidden):
+    the group's and the name's by their headers in the site's language (`moodle_strings`), the
+    identifier as the export finds it (`roster.worksheet_identifier`)."""
+    columns_named = f" (its columns: {', '.join(columns)})"
+    if len(team) > 1:
+        raise GroupsError(f"{path}: more than one column could be the group's, {', '.join(team)}; Moodle's team "
+                          f"worksheet has one{columns_named}")
+    identifier = worksheet_identifier(columns, [line.values for line in lines], path, GroupsError,
+                                      f"; its column {team[0]} is named as Moodle names a team worksheet's group "
+                                      f"column{columns_named}")
+    full_name = next((column for column in columns if column in moodle_strings.FULL_NAME), "")
+    return team[0], identifier, full_name
 
 
 def spread(items: list[T], group_of: Callable[[T], Group | None], for_member: Callable[[T, Group, str], T]) -> list[T]:

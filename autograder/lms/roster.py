@@ -5,8 +5,9 @@ Either file has a header row and one row per student; one of its columns identif
 way the submissions folder names them (`--match`): Canvas's `ID` (the Canvas user id) by default,
 Moodle's `Email address` by default, the worksheet's `Identifier` ("Participant 1001": the participant
 id that Moodle's download of submissions names its folders with, which is what is matched; in another
-language the column grade_import.worksheet_columns finds). Canvas's export has a `Points Possible` row (and, in newer
-versions, other rows without a student id) under the header: rows with an empty id are not students.
+language the column `worksheet_identifier` finds, for the export and the group roster alike). Canvas's
+export has a `Points Possible` row (and, in newer versions, other rows without a student id) under the
+header: rows with an empty id are not students.
 
 `names` reads the students' names from any of these files for grades.csv and report.html
 (`autograder grade --roster`); which columns it reads is `NAME_LAYOUTS`.
@@ -45,6 +46,37 @@ def participant_id(value: str) -> str:
 
 
 WORKSHEET_ID = "Identifier"   # Moodle's grading worksheet: "Participant 1001"
+# The identifier's every value, as mod/assign/gradingtable.php writes it in its download mode.
+_PARTICIPANT = re.compile(r"^(\D*\S)\s*(\d+)$")   # get_string('hiddenuser', 'assign') . <participant id>
+
+
+def _participant_columns(columns: list[str], lines: list[dict[str, str]]) -> list[str]:
+    """The columns whose every value is one and the same word(s) followed by a number: "Participant 1001",
+    "Teilnehmer/in1001", ... (the identifier: `get_string('hiddenuser', 'assign')` and the record id)."""
+    found = []
+    for name in columns:
+        prefixes = {match.group(1) if match else None
+                    for match in (_PARTICIPANT.match(line.get(name, "")) for line in lines)}
+        if len(prefixes) == 1 and None not in prefixes and re.search(r"[^\W\d_]", next(iter(prefixes))):
+            found.append(name)
+    return found
+
+
+def worksheet_identifier(columns: list[str], lines: list[dict[str, str]], where: object,
+                         error: type[AutograderError], hint: str = "") -> str:
+    """A grading worksheet's identifier column, in the site's language: `Identifier` (English), else the
+    first column when its every value is one word followed by the participant number. gradingtable.php's
+    download always writes `recordid` first (in place of the picture, or alone when identities are
+    hidden), headed `get_string('recordid', 'assign')` in the site's language. Anything else is `error`
+    (saying where participant numbers are, if anywhere), its message ending with `hint`."""
+    if WORKSHEET_ID in columns:
+        return WORKSHEET_ID
+    ids = _participant_columns(columns, lines)
+    if not columns or columns[0] not in ids:
+        raise error(f"{where} is not a Moodle grading worksheet: no column {WORKSHEET_ID}, nor a first column whose "
+                    "every value is a word and a participant number ('Participant 1001', as Moodle writes it)"
+                    + (f" (participant numbers are in {', '.join(ids)}, not first)" if ids else "") + hint)
+    return columns[0]
 
 
 def read(path: Path, match: str, *, participant: bool = False) -> Roster:
