@@ -180,7 +180,7 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
     term.marked_late = {submission.student_id for notebook in notebooks.values()
                         for submission in notebook.students if submission.late_marked}
     graded = _Class(assignment_id, source_dir, run, notebooks, term, [])
-    graded.by_hand = (formgrade.hand_grades(run, assignment_id)   # the formgrader's first, the file's last
+    graded.by_hand = (formgrade.hand_grades(run, assignment_id, settings)   # the formgrader's first, the file's last
                       + (overrides.read(Path(settings.overrides), graded.columns, students) if settings.overrides
                          else []))
     return graded
