@@ -181,14 +181,14 @@ def _formgrade(args) -> int:
 
     layout = Layout.find()
     settings = _settings(layout, args)
+    if settings.db_url and (problem := database_problem(settings.db_url)):
+        raise GradingError(problem)
     source = layout.source / args.assignment
     run = replace(_run_folder(layout, args.assignment, args.grades_dir),
                   several=len(source_notebooks(args.assignment, source)) > 1)
     rows = stored_rows(run.rows_dir)
     if not rows:
         raise GradingError(f"no graded rows in {run.rows_dir}: run `autograder grade {args.assignment}` first")
-    if settings.db_url and (problem := database_problem(settings.db_url)):
-        raise GradingError(problem)
     prepared = formgrade.prepare(run, args.assignment, source, rows, layout.root, settings)
     print(f"{prepared.root}: {len(prepared.students)} students, {prepared.written} written answers to grade"
           + (" (the shared gradebook)" if settings.db_url else ""))
