@@ -242,3 +242,4 @@ def test_two_graders_on_the_shared_postgres_gradebook_both_keep_their_grades_thr
             note = gradebook.find_comment("written_why", "ps1", ASSIGNMENT, safe_id(student))
             assert (grade.manual_score, note.manual_comment) == kept, student
             assert grade.auto_score is None, "the forced autograde wrote its own score beside the hand grade"
+            assert grade.needs_manual_grade, "nbgrader marks a hand grade for review after an autograde"
