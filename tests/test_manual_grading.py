@@ -224,7 +224,8 @@ def test_two_graders_on_the_shared_postgres_gradebook_both_keep_their_grades_thr
     settings = GradingSettings(db_url=as_documented)
     by_hand = {(override.student_id, override.cell): (override.points, override.comment)
                for override in formgrade.hand_grades(RunFolder(out), ASSIGNMENT, settings)}
-    assert by_hand == {("ann", "written_why"): (1.5, "right, but why 2?"), ("cy", "written_why"): (1.0, "which factor?")}
+    assert by_hand == {("ann", "written_why"): (1.5, "right, but why 2?"),
+                       ("cy", "written_why"): (1.0, "which factor?")}
 
     forced = GradingSettings(db_url=as_documented, force=True, workers=2, timeout=60)
     result = pipeline.grade_class(ASSIGNMENT, graded["root"] / "source" / ASSIGNMENT, subs, out, settings=forced,

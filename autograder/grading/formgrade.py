@@ -59,7 +59,8 @@ def _gradebook_setting(root: Path, course_root: Path, db_url: str | None) -> Non
     the folder's gradebook.db."""
     text = (course_root / CONFIG_FILE).read_text(encoding="utf-8") if (course_root / CONFIG_FILE).is_file() else ""
     if db_url:
-        text += f"\n# autograder formgrade --db: the shared gradebook\nget_config().CourseDirectory.db_url = {db_url!r}\n"
+        text += f"\n# autograder formgrade --db: the shared gradebook\n" \
+                f"get_config().CourseDirectory.db_url = {db_url!r}\n"
     if text:
         (root / CONFIG_FILE).write_text(text, encoding="utf-8")
     else:

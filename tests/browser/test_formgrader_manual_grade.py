@@ -112,7 +112,7 @@ def test_a_formgrader_on_the_shared_postgres_gradebook_grades_beside_another_gra
     a `--force` re-grade)."""
     out, url, lab = on_postgres
     score = open_answer(page, lab, url, "ann")
-    assert "It multiplies by" in lab_ui.visible_text(page), "the formgrader shows ann's answer from the shared gradebook"
+    assert "It multiplies by" in lab_ui.visible_text(page), "the formgrader shows ann's answer"
     with Gradebook(url, COURSE_ID) as other:   # the other grader saves while this page is open
         other.find_grade("written_why", "ps1", ASSIGNMENT, safe_id("cy")).manual_score = 1.0
         other.find_comment("written_why", "ps1", ASSIGNMENT, safe_id("cy")).manual_comment = "which factor?"
