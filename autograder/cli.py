@@ -32,12 +32,9 @@ def _grade(args) -> int:
     from autograder.execution import sandbox
     from autograder.grading import report
     from autograder.grading.pipeline import GradingError, grade_class
-    from autograder.nbgrader_setup.config import load_course_config
 
     layout = Layout.find()
-    config = load_course_config(layout.root)      # the course's nbgrader configuration, the options on top
-    config.merge(Config({GradingSettings.__name__: args.settings}))
-    settings = GradingSettings(config=config)
+    settings = _settings(layout, args)
     description = sandbox.describe(settings.sandbox)   # said once, before any work
     (log.warning if "NONE" in description else log.info)(description)
     _source_folder(layout, args.assignment)
@@ -58,6 +55,15 @@ def _grade(args) -> int:
     print(f"grades: {result.run.grades_csv} (out of: {result.run.max_points_csv})\nreport: {result.run.report_html}"
           f"\nfeedback: {result.run.feedback_dir}")
     return 0
+
+
+def _settings(layout: Layout, args) -> GradingSettings:
+    """The grading settings: the course's nbgrader configuration, the options given on top."""
+    from autograder.nbgrader_setup.config import load_course_config
+
+    config = load_course_config(layout.root)
+    config.merge(Config({GradingSettings.__name__: args.settings}))
+    return GradingSettings(config=config)
 
 
 def _source_folder(layout: Layout, assignment: str) -> Path:
@@ -171,16 +177,21 @@ def _formgrade(args) -> int:
     from autograder.grading import formgrade
     from autograder.grading.cache import stored_rows
     from autograder.grading.pipeline import GradingError, source_notebooks
+    from autograder.nbgrader_setup.gradebook import database_problem
 
     layout = Layout.find()
+    settings = _settings(layout, args)
+    if settings.db_url and (problem := database_problem(settings.db_url)):
+        raise GradingError(problem)
     source = layout.source / args.assignment
     run = replace(_run_folder(layout, args.assignment, args.grades_dir),
                   several=len(source_notebooks(args.assignment, source)) > 1)
     rows = stored_rows(run.rows_dir)
     if not rows:
         raise GradingError(f"no graded rows in {run.rows_dir}: run `autograder grade {args.assignment}` first")
-    prepared = formgrade.prepare(run, args.assignment, source, rows, layout.root)
-    print(f"{prepared.root}: {len(prepared.students)} students, {prepared.written} written answers to grade")
+    prepared = formgrade.prepare(run, args.assignment, source, rows, layout.root, settings)
+    print(f"{prepared.root}: {len(prepared.students)} students, {prepared.written} written answers to grade"
+          + (" (the shared gradebook)" if settings.db_url else ""))
     for line in prepared.missing:
         print(f"  no autograded notebook here for {line} (graded on a cluster?)")
     if args.prepare_only:
@@ -355,6 +366,11 @@ def parser() -> argparse.ArgumentParser:
     fg = commands.add_parser("formgrade", parents=[logs], help="grade written answers by hand in nbgrader's formgrader")
     fg.add_argument("assignment", help="assignment id (its run: build/grading/<assignment>/)")
     fg.add_argument("--grades-dir", metavar="DIR", help="the run's folder (default build/grading/<assignment>)")
+    fg.add_argument("--db", dest="setting_db_url", default=argparse.SUPPRESS, metavar="URL",
+                    help="the shared gradebook the class was graded into (autograder grade --db, e.g. "
+                         "postgresql://grader@db/gradebook): the formgrader opens it, so several graders can "
+                         "grade at once; default: c.GradingSettings.db_url of the course's nbgrader_config.py, "
+                         "else a SQLite gradebook in the run's formgrade/")
     fg.add_argument("--prepare-only", action="store_true",
                     help="prepare <run folder>/formgrade/ and say how to open it, without starting JupyterLab")
     fg.epilog = "Arguments after -- go to jupyter lab, e.g. autograder formgrade 04_xla -- --port 8890 --no-browser"

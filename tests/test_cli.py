@@ -97,6 +97,18 @@ def test_cluster_and_database_options_reach_the_library(graded_with):
     assert (seen["scheduler"], seen["db_url"]) == ("tcp://head:8786", "postgresql+psycopg2://grader@db/gradebook")
 
 
+def test_formgrade_on_an_unreachable_database_exits_2_with_the_reason(monkeypatch, tmp_path, capsys):
+    """`formgrade --db` checks the connection first, with the URL as the README writes it (read as
+    psycopg2's: psycopg 3, which the lock does not ship, would fail to load instead)."""
+    from tests import servers
+
+    monkeypatch.setenv("COURSE_ROOT", str(tmp_path))
+    url = f"postgresql://grader@127.0.0.1:{servers.free_port()}/gradebook"
+    assert autograder_cli.main(["formgrade", "00_gpu_setup", "--db", url, "--prepare-only"]) == 2
+    assert "cannot connect to the gradebook database" in capsys.readouterr().err
+    assert not (tmp_path / "build").exists(), "nothing prepared"
+
+
 def test_local_workers_and_a_scheduler_together_are_refused(graded_with, capsys):
     assert graded_with("--scheduler", "tcp://head:8786", "--workers", "2")["code"] == 2
     assert "--workers" in capsys.readouterr().err

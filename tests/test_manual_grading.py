@@ -1,6 +1,7 @@
 """Written answers graded by hand: nbgrader's manually graded answer cells come out of grading as
 `needs_manual_grade` with the answer in the report; a hand grade from the overrides file or from the
-formgrader's gradebook (`autograder formgrade`) is applied after grading and survives `--force`."""
+formgrader's gradebook (`autograder formgrade`, its own SQLite file or with `--db` the shared
+PostgreSQL gradebook, where several graders grade at once) is applied after grading and survives `--force`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -16,11 +19,14 @@ import pytest
 from nbformat import v4
 from nbgrader.api import Gradebook
 
+from autograder import cli
+from autograder.grading import formgrade, pipeline
 from autograder.grading.cache import safe_id
 from autograder.runfolder import RunFolder
 from autograder.nbgrader_setup.config import COURSE_ID
 from autograder.nbgrader_setup.workspace import Workspace
-from tests import notebooks
+from autograder.settings import GradingSettings
+from tests import notebooks, servers
 from tests.test_any_assignment import part
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,6 +34,9 @@ BIN = Path(sys.executable).parent
 ASSIGNMENT = "ps1"
 
 pytestmark = pytest.mark.grading
+# nbgrader's Gradebook.add_submission (run in the test's process by `formgrade --db`) warns of its
+# own autoflush while it builds a submission; the submission is made all the same
+NBGRADER_AUTOFLUSH = "ignore:Object of type:sqlalchemy.exc.SAWarning"
 
 
 def written(answer: str) -> nbformat.NotebookNode:
@@ -158,3 +167,80 @@ def test_formgrade_hands_what_follows_the_double_dash_to_jupyter_lab(graded):
     done = run("formgrade", ASSIGNMENT, "--grades-dir", str(graded["out"]), "--", "--version", cwd=graded["root"])
     assert done.returncode == 0, done.stderr
     assert "written answers to grade" in done.stdout and done.stdout.strip().splitlines()[-1][0].isdigit()
+
+
+@pytest.fixture(scope="module")
+def gradebook_server():
+    with servers.postgres() as url:
+        yield url
+
+
+def formgrader_saves(url: str, student: str, points: float, comment: str, both_open: threading.Barrier) -> None:
+    """What one grader's formgrader does on the Manual Grading page, in a gradebook session of its own:
+    it loads the answer's grade and comment, then saves them as nbgrader's GradeHandler.put and
+    CommentHandler.put do (server_extensions/formgrader/apihandlers.py)."""
+    with Gradebook(url, COURSE_ID) as gradebook:
+        grade = gradebook.find_grade("written_why", "ps1", ASSIGNMENT, safe_id(student))
+        note = gradebook.find_comment("written_why", "ps1", ASSIGNMENT, safe_id(student))
+        assert (grade.needs_manual_grade, grade.auto_score, grade.manual_score) == (True, None, None), student
+        both_open.wait(30)   # both pages are open before either grader saves
+        grade.manual_score = points
+        grade.needs_manual_grade = False
+        gradebook.db.commit()
+        note.manual_comment = comment
+        gradebook.db.commit()
+
+
+@pytest.mark.cluster
+@pytest.mark.filterwarnings(NBGRADER_AUTOFLUSH)
+def test_two_graders_on_the_shared_postgres_gradebook_both_keep_their_grades_through_force(graded, gradebook_server,
+                                                                                           tmp_path, monkeypatch,
+                                                                                           capsys):
+    """`autograder formgrade --db` prepares the class in the shared gradebook (the URL as the README
+    writes it); two graders, each in a formgrader of their own, grade ann's and cy's written answers
+    at the same moment; both grades are read back, and a `--force` re-grade into that gradebook
+    (ann and cy again, on two workers) keeps both there and in grades.csv. The class is this module's,
+    its run folder copied without its SQLite formgrader."""
+    url = servers.create_database(gradebook_server, "formgrade")
+    as_documented = url.replace("postgresql+psycopg2://", "postgresql://")
+    out, subs = tmp_path / "out", tmp_path / "submissions"
+    shutil.copytree(graded["out"], out, ignore=shutil.ignore_patterns("formgrade"))
+    for student in ("ann", "cy"):
+        shutil.copytree(graded["subs"] / student, subs / student)
+    monkeypatch.setenv("COURSE_ROOT", str(graded["root"]))   # the command, in this process
+    assert cli.main(["formgrade", ASSIGNMENT, "--grades-dir", str(out), "--db", as_documented, "--prepare-only"]) == 0
+    assert "2 written answers to grade (the shared gradebook)" in capsys.readouterr().out
+    folder = RunFolder(out).formgrade_dir
+    assert not (folder / "gradebook.db").exists()
+    assert f"CourseDirectory.db_url = {url!r}" in (folder / "nbgrader_config.py").read_text(), \
+        "the formgrader in that folder opens the shared gradebook, with the driver the lock ships"
+
+    both_open = threading.Barrier(2)
+    with ThreadPoolExecutor(2) as graders:
+        saved = [graders.submit(formgrader_saves, url, "ann", 1.5, "right, but why 2?", both_open),
+                 graders.submit(formgrader_saves, url, "cy", 1.0, "which factor?", both_open)]
+        for grader in saved:
+            grader.result(timeout=60)
+    settings = GradingSettings(db_url=as_documented)
+    by_hand = {(override.student_id, override.cell): (override.points, override.comment)
+               for override in formgrade.hand_grades(RunFolder(out), ASSIGNMENT, settings)}
+    assert by_hand == {("ann", "written_why"): (1.5, "right, but why 2?"),
+                       ("cy", "written_why"): (1.0, "which factor?")}
+
+    forced = GradingSettings(db_url=as_documented, force=True, workers=2, timeout=60)
+    result = pipeline.grade_class(ASSIGNMENT, graded["root"] / "source" / ASSIGNMENT, subs, out, settings=forced,
+                                  progress=lambda line: None)
+    rows = {row.student_id: row for row in result.rows}
+    assert not any(row.reused for row in rows.values()), "both were graded again"
+    assert (rows["ann"].status, rows["ann"].score, rows["ann"].cells["written_why"]) == ("graded", 5.5, 1.5)
+    assert rows["ann"].overrides == ["written_why: unscored -> 1.5 by formgrader (right, but why 2?)"], \
+        "the row is the autograde's, the hand grade applied after it"
+    assert (rows["cy"].status, rows["cy"].score, rows["cy"].overrides) == \
+        ("graded", 5.0, ["written_why: unscored -> 1 by formgrader (which factor?)"])
+    with Gradebook(url, COURSE_ID) as gradebook:
+        for student, kept in {"ann": (1.5, "right, but why 2?"), "cy": (1.0, "which factor?")}.items():
+            grade = gradebook.find_grade("written_why", "ps1", ASSIGNMENT, safe_id(student))
+            note = gradebook.find_comment("written_why", "ps1", ASSIGNMENT, safe_id(student))
+            assert (grade.manual_score, note.manual_comment) == kept, student
+            assert grade.auto_score is None, "the forced autograde wrote its own score beside the hand grade"
+            assert grade.needs_manual_grade, "nbgrader marks a hand grade for review after an autograde"

@@ -100,8 +100,11 @@ def _autograde(workspace: Workspace, job: WorkerJob, result: WorkerResult) -> No
 
 
 def _read_gradebook(workspace: Workspace, job: WorkerJob, result: WorkerResult) -> set[str]:
-    """The scores nbgrader saved, into `result`; the written answers waiting for a hand grade. Records
-    the student's id as submitted (nbgrader knows the student by safe id; its exports show the real one)."""
+    """The scores nbgrader's autograde saved, into `result`; the written answers waiting for a hand
+    grade. Records the student's id as submitted (nbgrader knows the student by safe id; its exports
+    show the real one). A hand grade in a shared gradebook (the formgrader's `manual_score`, which
+    autograde keeps) is not read here: the row is the autograde's, and the driver applies hand grades
+    after grading (`autograder.grading.formgrade.hand_grades`), as for a gradebook of its own."""
     unscored: set[str] = set()
     try:
         with Gradebook(workspace.db_url, workspace.course_id) as gradebook:
@@ -112,7 +115,6 @@ def _read_gradebook(workspace: Workspace, job: WorkerJob, result: WorkerResult) 
                                                                job.student)
             except MissingEntry:  # autograde failed before it saved anything: nbgrader_failure says why
                 return unscored
-            result.score = float(submitted.score or 0.0)
             result.max_score = float(submitted.max_score or 0.0)
             # a manually graded answer cell (grade and solution) the student answered waits for a hand
             # grade (nbgrader's SaveAutoGrades: determine_grade gives no score for a changed solution
@@ -120,9 +122,10 @@ def _read_gradebook(workspace: Workspace, job: WorkerJob, result: WorkerResult) 
             # also marks for manual grading, scores 0 here as before
             answer_cells = {cell.name for cell in submitted.notebook.solution_cells}
             unscored = {grade.name for grade in submitted.grades
-                        if grade.name in answer_cells and grade.needs_manual_grade and grade.manual_score is None}
-            result.cells = {grade.name: float(grade.score or 0.0) for grade in submitted.grades
+                        if grade.name in answer_cells and grade.auto_score is None}
+            result.cells = {grade.name: float(grade.auto_score or 0.0) for grade in submitted.grades
                             if grade.name not in unscored}
+            result.score = sum(result.cells.values())
     except Exception as failure:  # the database went away, a constraint, a schema nbgrader does not know
         result.gradebook_failure = f"the gradebook failed: {type(failure).__name__}: {failure}"[:REASON_CHARS]
     return unscored

@@ -1,16 +1,21 @@
-"""Grading by hand in nbgrader's formgrader: a course directory of the run's own, and its hand grades read back.
+"""Grading by hand in nbgrader's formgrader: its course directory for a run, and its hand grades read back.
 
-    autograder formgrade 01_session_vs_eager     # prepare <out>/formgrade/ and open JupyterLab on it
+    autograder formgrade 01_session_vs_eager            # prepare <out>/formgrade/ and open JupyterLab on it
+    autograder formgrade 01_session_vs_eager --db URL   # the same, on the shared gradebook grading used
 
 `prepare` makes `<out>/formgrade/` an nbgrader course directory (the assignment generated from its
 source, with the course's nbgrader_config.py and the other course files nbgrader reads) and puts every graded student's autograded notebook in
 `autograded/`, with the gradebook rows the formgrader shows: the tests' points, and the written
-answers marked as needing a manual grade. It never changes a grade an instructor gave there
+answers marked as needing a manual grade. The gradebook is the folder's own SQLite file, or with
+the settings' `db_url` the shared one (PostgreSQL) that `autograder grade --db` graded into: the
+folder's nbgrader_config.py then sends nbgrader there, so several graders, each with a formgrader
+of their own, grade the class at once. It never changes a grade an instructor gave there
 (`manual_score`), so it can be run again after every grading run.
 
 `hand_grades` reads those manual grades back as overrides (grader "formgrader", the formgrader's
 comment as the comment); `autograder grade` applies them after grading on every run, so they
-survive every re-grade, `--force` included.
+survive every re-grade, `--force` included. (A forced autograde into a shared gradebook keeps
+them too: nbgrader's SaveAutoGrades sets `auto_score` and leaves `manual_score` and the comments.)
 """
 
 from __future__ import annotations
@@ -24,8 +29,11 @@ from nbgrader.api import Gradebook, MissingEntry
 from autograder.grading.cache import safe_id
 from autograder.grading.overrides import Override
 from autograder.grading.results import Row
+from autograder.nbgrader_setup.config import CONFIG_FILE
+from autograder.nbgrader_setup.gradebook import has_tables
 from autograder.nbgrader_setup.workspace import Workspace
 from autograder.runfolder import RunFolder
+from autograder.settings import GradingSettings
 
 GRADER = "formgrader"
 
@@ -45,12 +53,30 @@ def _autograded(run: RunFolder, student: str, assignment_id: str, notebook: str)
     return found[-1] if found else None
 
 
-def prepare(run: RunFolder, assignment_id: str, source_dir: Path, rows: list[Row], course_root: Path) -> Prepared:
-    """`rows` as grading left them before any hand grade (the run's rows/ cache)."""
+def _gradebook_setting(root: Path, course_root: Path, db_url: str | None) -> None:
+    """The folder's nbgrader_config.py: the course's, and with a shared gradebook a last line that
+    sends nbgrader there (the formgrader reads this file); without one nbgrader keeps its default,
+    the folder's gradebook.db."""
+    text = (course_root / CONFIG_FILE).read_text(encoding="utf-8") if (course_root / CONFIG_FILE).is_file() else ""
+    if db_url:
+        text += f"\n# autograder formgrade --db: the shared gradebook\n" \
+                f"get_config().CourseDirectory.db_url = {db_url!r}\n"
+    if text:
+        (root / CONFIG_FILE).write_text(text, encoding="utf-8")
+    else:
+        (root / CONFIG_FILE).unlink(missing_ok=True)
+
+
+def prepare(run: RunFolder, assignment_id: str, source_dir: Path, rows: list[Row], course_root: Path,
+            settings: GradingSettings | None = None) -> Prepared:
+    """`rows` as grading left them before any hand grade (the run's rows/ cache). A shared gradebook
+    (`settings.db_url`) gets the assignment generated into it every time, as a grading run does."""
+    settings = settings or GradingSettings()
     root = run.formgrade_dir
-    workspace = Workspace(root, assignment_id)
-    if not (root / "gradebook.db").exists():
+    workspace = Workspace(root, assignment_id, settings)
+    if settings.db_url or not (root / "gradebook.db").exists():
         workspace.create(source_dir, course_root)
+    _gradebook_setting(root, course_root, settings.db_url)
     prepared = Prepared(root)
     with Gradebook(workspace.db_url, workspace.course_id) as gradebook:
         for row in rows:
@@ -84,11 +110,13 @@ def prepare(run: RunFolder, assignment_id: str, source_dir: Path, rows: list[Row
     return prepared
 
 
-def hand_grades(run: RunFolder, assignment_id: str) -> list[Override]:
-    """Every grade given in the formgrader of `run`, as an override of its grades.csv cell."""
-    workspace = Workspace(run.formgrade_dir, assignment_id)
-    if not (run.formgrade_dir / "gradebook.db").exists():
-        return []
+def hand_grades(run: RunFolder, assignment_id: str, settings: GradingSettings | None = None) -> list[Override]:
+    """Every grade given in the formgrader of `run` (with `settings.db_url`: in the shared gradebook,
+    the whole class's), as an override of its grades.csv cell."""
+    settings = settings or GradingSettings()
+    workspace = Workspace(run.formgrade_dir, assignment_id, settings)
+    if not (has_tables(settings.db_url) if settings.db_url else (run.formgrade_dir / "gradebook.db").exists()):
+        return []   # nothing graded by hand yet (and no gradebook made here: that is the grading run's)
     found = []
     with Gradebook(workspace.db_url, workspace.course_id) as gradebook:
         try:

@@ -198,7 +198,7 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
     graded = _Class(assignment_id, source_dir, run, notebooks, term, [], placed, names)
     by_file = overrides.read(Path(settings.overrides), graded.columns, students | set(submission_of)) \
         if settings.overrides else []
-    graded.by_hand = (formgrade.hand_grades(run, assignment_id)   # the formgrader's first, the file's last
+    graded.by_hand = (formgrade.hand_grades(run, assignment_id, settings)   # the formgrader's first, the file's last
                       + [replace(line, student_id=submission_of.get(line.student_id, line.student_id))
                          for line in by_file])
     if placed:

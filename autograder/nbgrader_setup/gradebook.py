@@ -4,7 +4,8 @@ database server (PostgreSQL) that every grader and worker shares.
 - `database_problem(url)`: why a `--db` URL cannot hold the gradebook, checked before grading;
 - `gradebook_lock(url)`: the lock graders take while nbgrader sets up a shared gradebook (and its
   shared side while they autograde);
-- `create_tables(url)`: a new gradebook's tables and migration stamp, made in this process.
+- `create_tables(url)`: a new gradebook's tables and migration stamp, made in this process;
+- `has_tables(url)`: whether a gradebook was set up there (nbgrader's `Gradebook()` makes one if not).
 """
 
 from __future__ import annotations
@@ -76,5 +77,16 @@ def create_tables(db_url: str) -> None:
                 return
             Base.metadata.create_all(connection)
             MigrationContext.configure(connection).stamp(ScriptDirectory(dbutil.ALEMBIC_DIR), "heads")
+    finally:
+        engine.dispose()
+
+
+def has_tables(db_url: str) -> bool:
+    """Whether the database at `db_url` has tables: a gradebook to read, where opening nbgrader's
+    `Gradebook()` on a new database would make one (not safe beside a grader making it at once)."""
+    engine = sqlalchemy.create_engine(db_url)
+    try:
+        with engine.connect() as connection:
+            return bool(sqlalchemy.inspect(connection).get_table_names())
     finally:
         engine.dispose()
