@@ -158,7 +158,7 @@ def test_grading_report_escapes_every_value_and_shows_each_row(tmp_path):
 
 def test_the_report_shows_names_and_renders_written_answers_without_running_them(tmp_path):
     """report.html: the students' names beside their ids; a written answer rendered as the student wrote it
-    to be read (markdown, math as typed), its active markup dropped or shown as text."""
+    to be read (markdown, math drawn), its active markup dropped or shown as text."""
     from autograder.grading import report
     from autograder.grading.results import ClassResult, Row
     from autograder.runfolder import Status
@@ -171,10 +171,86 @@ def test_the_report_shows_names_and_renders_written_answers_without_running_them
     page = report.write_html(ClassResult("00", rows, ["test_a"], 3.0, tmp_path)).read_text(encoding="utf-8")
     assert "<td>101</td><td>Lovelace, Ada</td>" in page and "<td>102</td><td></td>" in page
     assert "<td>101</td><td>Lovelace, Ada</td><td>why</td>" in page, "the written answers' table names them too"
-    assert "<strong>bold</strong>" in page and "time $t$ when $a&lt;b$" in page
+    assert "<th>group</th>" not in page, "no group column without a group"
+    assert "<strong>bold</strong>" in page and 'alt="$t$"' in page and 'alt="$a&lt;b$"' in page
     assert '<img src="x">' in page and "onerror" not in page
     assert "<script>" not in page and "&lt;script&gt;alert(2)&lt;/script&gt;" in page
     assert 'href="javascript' not in page
+
+
+def _images(page: str) -> list[tuple[str, str]]:
+    """Each <img> of a page: its src's kind (up to the comma of a data URL) and its alt."""
+    import re
+
+    return [(found[1].partition(",")[0], found[2]) for found in re.finditer(r'<img src="([^"]*)"(?: alt="([^"]*)")?', page)]
+
+
+def test_a_written_answers_math_is_drawn_as_images_and_nothing_of_it_runs():
+    """Math in a written answer (recognised as nbconvert does) becomes an SVG image drawn by mathtext,
+    its TeX only in the escaped alt text; markdown never sees it (`_` and `*` stay TeX); an escaped
+    dollar is a dollar; a span mathtext cannot parse is its source as code; the student's own markup
+    beside math is sanitised as without it."""
+    import base64
+    import re
+
+    from autograder.grading import report
+
+    svg = "data:image/svg+xml;base64"
+    page = report.written_html(r"**bold** and $\alpha_1 + x^2$ and $a*b*c$")
+    assert "<strong>bold</strong>" in page and "<em>" not in page
+    assert _images(page) == [(svg, r"$\alpha_1 + x^2$"), (svg, "$a*b*c$")]
+    drawn = base64.b64decode(re.search(r'base64,([^"]*)"', page)[1]).decode()
+    assert drawn.lstrip().startswith("<?xml") and "<svg" in drawn and "<script" not in drawn
+
+    display = report.written_html("The sum:\n\n$$\\sum_i\n x_i$$\n\nand \\\\[x_{1}\\\\] too")
+    assert _images(display) == [(svg, "$$\\sum_i\n x_i$$"), (svg, r"\\[x_{1}\\]")]
+    assert display.count("display: block") == 2
+
+    assert report.written_html(r"It costs \$5, or \$6 with tax.") == "<p>It costs $5, or $6 with tax.</p>\n"
+    assert report.written_html("`$x$` in code\n\n```\n$$y$$\n```\n") == \
+        "<p><code>$x$</code> in code</p>\n<pre><code>$$y$$\n</code></pre>\n"
+
+    rejected = report.written_html(r"Then $\frac{1}{<b>$ and $\nosuchcommand$ follow $x$.")
+    assert r"<code>$\frac{1}{&lt;b&gt;$</code>" in rejected and r"<code>$\nosuchcommand$</code>" in rejected
+    assert _images(rejected) == [(svg, "$x$")]
+
+    hostile = report.written_html('<img src=x onerror=alert(1)> $x$ <script>alert(2)</script> '
+                                  '[$y$](javascript:alert(3)) <a title="a>$z$">t</a>')
+    assert "onerror" not in hostile and "<script" not in hostile and "javascript:" not in hostile
+    assert _images(hostile) == [("x", None), (svg, "$x$"), (svg, "$y$")]
+    assert '<a title="a>$z$">t</a>' in hostile, "math in an attribute (after a > there) stays as typed"
+
+
+def test_writing_a_report_without_math_loads_no_plotting_library():
+    import subprocess
+    import sys
+
+    code = ("import sys; from autograder.grading import report; report.written_html('**x** costs \\\\$5'); "
+            "assert not [name for name in sys.modules if name.startswith('matplotlib')], 'loaded'; "
+            "report.written_html('$x$'); assert 'matplotlib.mathtext' in sys.modules; "
+            "assert 'matplotlib.pyplot' not in sys.modules")
+    environment = {key: value for key, value in __import__("os").environ.items() if key != "MPLBACKEND"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_summary_and_the_report_name_the_students_and_show_their_groups(tmp_path):
+    """The terminal summary names each student beside the id (a name column only when a name is known);
+    report.html's submissions table has a group column when a row has a group."""
+    from autograder.grading import report
+    from autograder.grading.results import ClassResult, Row
+
+    rows = [Row("1001", "00", name="Jane Doe", group="Team <Red>", score=2, max_score=3),
+            Row("1003", "00", score=1, max_score=3)]
+    result = ClassResult("00", rows, [], 3.0, tmp_path)
+    lines = report.summary_lines(result)
+    assert lines[0].split()[:3] == ["student", "name", "status"]
+    assert lines[1].startswith(f"{'1001':<24} {'Jane Doe':<24} graded") and lines[2].startswith(f"{'1003':<48}  graded")
+    assert report.summary_lines(ClassResult("00", rows[1:], [], 3.0, tmp_path))[0].split()[:2] == ["student", "status"]
+    page = report.write_html(result).read_text(encoding="utf-8")
+    assert "<th>name</th><th>group</th><th>status</th>" in page
+    assert "<td>1001</td><td>Jane Doe</td><td>Team &lt;Red&gt;</td><td>graded</td>" in page
+    assert "<td>1003</td><td></td><td></td><td>graded</td>" in page
 
 
 def test_inject_profile_puts_the_profile_after_the_parameters_cell_and_drops_a_students_own(tmp_path):

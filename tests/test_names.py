@@ -20,6 +20,7 @@ from autograder.lms import roster
 from autograder.runfolder import RunFolder, Status, read_grades
 from autograder.settings import GradingSettings
 from tests import notebooks
+from tests.test_lms_export import WORKSHEET_DE, WORKSHEET_FR
 
 NAME = "ps1.ipynb"
 CANVAS_ROSTER = """\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,ps1 (4711)
@@ -85,6 +86,18 @@ def test_a_roster_of_each_layout_gives_the_names(tmp_path, text, names):
     path = tmp_path / "roster.csv"
     path.write_text(text, encoding="utf-8")
     assert roster.names(path) == names
+
+
+@pytest.mark.parametrize("text", [WORKSHEET_DE, WORKSHEET_FR], ids=["de", "fr"])
+def test_a_grading_worksheet_in_another_language_gives_the_names(tmp_path, text):
+    """A German or French site's worksheet (tests/test_lms_export.py's): the identifier found as the export
+    finds it, the names by the lang packs' `fullname` header; each participant id once."""
+    path = tmp_path / "worksheet.csv"
+    path.write_text(text, encoding="utf-8")
+    assert roster.names(path) == {"1001": "Ada Lovelace", "1002": "Grace Hopper", "1003": "Alan Turing"}
+    path.write_text(text + text.splitlines()[1] + "\n", encoding="utf-8")
+    with pytest.raises(roster.RosterError, match="the same .* more than once.*'1001' on lines 2, 5"):
+        roster.names(path)
 
 
 @pytest.mark.parametrize("text, message", [

@@ -333,7 +333,7 @@ def test_the_report_shows_the_pairs_escaped_and_says_when_there_is_nothing_to_co
     from autograder.grading import report
     from autograder.grading.results import ClassResult, Row
 
-    rows = [Row("<b>eve</b>", "00", score=3, max_score=3), Row("zed", "00", score=1, max_score=3)]
+    rows = [Row("<b>eve</b>", "00", score=3, max_score=3), Row("zed", "00", name="Zed <Z>", score=1, max_score=3)]
     pair = similarity.Pair("<b>eve</b>", "zed", NAME, 0.75, 1.0, 120,
                            code_a=[("# order\n", False), ("x = '<script>alert(1)</script>'", True), ("\n", False)],
                            code_b=[("y = '&'", True)])
@@ -343,7 +343,9 @@ def test_the_report_shows_the_pairs_escaped_and_says_when_there_is_nothing_to_co
     assert "<script>" not in page and "<b>eve" not in page
     assert "<mark>x = &#39;&lt;script&gt;alert(1)&lt;/script&gt;&#39;</mark>" in page
     assert "<mark>y = &#39;&amp;&#39;</mark>" in page
-    assert "<td>&lt;b&gt;eve&lt;/b&gt;</td><td>zed</td><td>75%</td><td>100%</td>" in page
+    assert "<td>&lt;b&gt;eve&lt;/b&gt;</td><td>zed (Zed &lt;Z&gt;)</td><td>75%</td><td>100%</td>" in page, \
+        "a pair's students named beside their ids where known"
+    assert "<th>&lt;b&gt;eve&lt;/b&gt;</th><th>zed (Zed &lt;Z&gt;)</th>" in page
     assert "1 pairs of similar submissions" in report.summary_lines(result)[-1]
 
     for comparisons, said in (([similarity.Comparison(NAME, 1)], "Fewer than two readable submissions"),

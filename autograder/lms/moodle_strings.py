@@ -1,6 +1,7 @@
 """Moodle's strings, in the languages of its lang packs, that a team assignment's grading worksheet is
 written with: where `autograder.lms.groups` finds a worksheet's group and name columns and what its
-group column says of a student in no group or in several.
+group column says of a student in no group or in several, and where `autograder.lms.roster.names` finds
+any grading worksheet's name column (`FULL_NAME`: the same header with or without teams).
 
 mod/assign/gradingtable.php's download names the group column `get_string('submissionteam', 'assign')`
 and the name column `get_string('fullname')`, and its `col_team` writes the member's group's name, or

@@ -10,7 +10,9 @@ export has a `Points Possible` row (and, in newer versions, other rows without a
 header: rows with an empty id are not students.
 
 `names` reads the students' names from any of these files for grades.csv and report.html
-(`autograder grade --roster`); which columns it reads is `NAME_LAYOUTS`.
+(`autograder grade --roster`); which columns it reads is `NAME_LAYOUTS`, and a grading worksheet's
+in the site's language: its `Full name` column by the header of any language in `moodle_strings`,
+its identifier as `worksheet_identifier` finds it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from autograder import csvfile
 from autograder.errors import AutograderError
+from autograder.lms import moodle_strings
 
 
 class RosterError(AutograderError):
@@ -104,23 +107,32 @@ def read(path: Path, match: str, *, participant: bool = False) -> Roster:
 
 
 # A roster's layout, recognised by its columns: (id column, name columns) -> the student's name is the
-# name columns joined by a space. In this order: a file with a `student_id` column is a plain one.
+# name columns joined by a space. In this order: a file with a `student_id` column is a plain one. Moodle's
+# grading worksheet is none of these: its headers are in the site's language (`names`).
 NAME_LAYOUTS = (
     ("student_id", ("name",)),                           # plain
     ("ID", ("Student",)),                                # Canvas's gradebook export: "Lovelace, Ada"
-    (WORKSHEET_ID, ("Full name",)),                      # Moodle's grading worksheet: its participant id
     ("Email address", ("First name", "Last name")),      # Moodle's grade export
 )
 
 
 def names(path: Path) -> dict[str, str]:
-    """Student id -> name, from a roster in one of the `NAME_LAYOUTS` (each id once: `read`'s checks)."""
-    columns = csvfile.read_table(path, (), error=RosterError)[0]
+    """Student id -> name, from a roster in one of the `NAME_LAYOUTS` or a Moodle grading worksheet in any
+    language of `moodle_strings` (its participant id -> its full name); each id once (`read`'s checks)."""
+    columns, lines = csvfile.read_table(path, (), error=RosterError)
     for match, name_columns in NAME_LAYOUTS:
         if match in columns and all(column in columns for column in name_columns):
             roster = read(path, match)
             return {student: " ".join(filter(None, (row.get(column, "") for column in name_columns)))
                     for student, row in roster.students.items()}
+    full_name = next((column for column in columns if column in moodle_strings.FULL_NAME), None)
+    if full_name:
+        identifier = worksheet_identifier(columns, [line.values for line in lines], path, RosterError,
+                                          f"; its column {full_name} is the header of a grading worksheet's "
+                                          f"names in Moodle (its columns: {', '.join(columns)})")
+        roster = read(path, identifier, participant=True)
+        return {student: row.get(full_name, "") for student, row in roster.students.items()}
     layouts = "; ".join(f"{match} with {' and '.join(name_columns)}" for match, name_columns in NAME_LAYOUTS)
     raise RosterError(f"{path}: no columns to read names from (its columns: {', '.join(columns) or 'none'}); "
-                      f"expected one of: {layouts}")
+                      f"expected one of: {layouts}; or a Moodle grading worksheet ({WORKSHEET_ID} and Full name, "
+                      "in any language of Moodle's lang packs)")
