@@ -253,6 +253,25 @@ def test_the_summary_and_the_report_name_the_students_and_show_their_groups(tmp_
     assert "<td>1003</td><td></td><td></td><td>graded</td>" in page
 
 
+
+def test_a_groups_written_answer_is_listed_once_with_every_member(tmp_path):
+    """A group's answer is graded once (a hand grade for any member reaches the group's row): the report
+    and the summary list it once, with the members and their names, an individual's answer on its own."""
+    from autograder.grading import report
+    from autograder.grading.results import ClassResult, Row
+
+    rows = [Row(student, "ps1", notebook="ps1.ipynb", name=name, group=group, score=4, max_score=6,
+                answers_to_grade={"why": "Because **2**." if group else "Twice."})
+            for student, name, group in (("ann", "Ann Lee", "Team A"), ("bob", "", ""), ("dan", "Dan Ko", "Team A"))]
+    result = ClassResult("ps1", rows, [], 6.0, tmp_path)
+    found = report.written_answers(result)
+    assert [(one.students, one.names, one.group) for one in found] == [
+        (("ann", "dan"), ("Ann Lee", "Dan Ko"), "Team A"), (("bob",), ("",), "")]
+    assert "; 2 written answers to grade by hand" in report.summary_lines(result)[-1]
+    page = report.write_html(result).read_text(encoding="utf-8")
+    assert "<td>ann, dan</td><td>Ann Lee, Dan Ko</td><td>Team A</td><td>why</td>" in page
+    assert page.count("<strong>2</strong>") == 1, "the group's answer once"
+
 def test_inject_profile_puts_the_profile_after_the_parameters_cell_and_drops_a_students_own(tmp_path):
     """Fast: the preprocessor alone on a notebook whose student tagged a cell `injected-parameters`
     before the parameters cell (papermill alone would replace that cell in place)."""

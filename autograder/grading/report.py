@@ -37,7 +37,7 @@ def summary_lines(result: ClassResult) -> list[str]:
                      + (f"{row.notebook:<24} " if several else "")
                      + f"{row.status:<8} {row.score:>5g}/{row.max_score:<5g}  {row.reason}")
     graded = [row for row in result.rows if row.status.scored]
-    waiting = sum(len(row.answers_to_grade) for row in result.rows)
+    waiting = len(written_answers(result))
     similar = sum(len(comparison.pairs) for comparison in result.similarity)
     lines.append(f"{len(result.rows)} submissions, {len(graded)} graded, "
                  f"{len(result.rows) - len(graded)} not graded"
@@ -45,6 +45,29 @@ def summary_lines(result: ClassResult) -> list[str]:
                  + (f"; {similar} pairs of similar submissions to look at (report.html, similarity.csv)"
                     if similar else ""))
     return lines
+
+
+@dataclass(frozen=True)
+class WrittenAnswer:
+    """An answer waiting for a hand grade, once per submission: a group's answer is graded once, for
+    every member (an override or a formgrader grade given to any member reaches the group's row)."""
+    students: tuple[str, ...]      # the student, or the group's members
+    names: tuple[str, ...]         # their names, where known ("" where not)
+    group: str                     # the group's name; empty for an individual's answer
+    cell: str
+    answer: str
+
+
+def written_answers(result: ClassResult) -> list[WrittenAnswer]:
+    """Every answer waiting for a hand grade, a group's once with all its members, in student order."""
+    found: dict[tuple[str, str, str], list] = {}
+    for row in sorted(result.rows, key=lambda r: (r.student_id, r.notebook)):
+        for cell, answer in row.answers_to_grade.items():
+            entry = found.setdefault((row.group or row.student_id, row.notebook, cell), [[], [], row, answer])
+            entry[0].append(row.student_id)
+            entry[1].append(row.name)
+    return [WrittenAnswer(tuple(students), tuple(names), row.group, cell, answer)
+            for (_, _, cell), (students, names, row, answer) in found.items()]
 
 
 def pass_rates(result: ClassResult) -> dict[str, float]:
@@ -190,6 +213,6 @@ def write_html(result: ClassResult, path: Path | None = None) -> Path:
                                  rows=sorted(result.rows, key=lambda row: (row.student_id, row.notebook)),
                                  several=len(result.notebooks) > 1, grouped=any(row.group for row in result.rows),
                                  names={row.student_id: row.name for row in result.rows if row.name},
-                                 rates=pass_rates(result), written_html=written_html,
+                                 rates=pass_rates(result), written=written_answers(result), written_html=written_html,
                                  **_similarity_options(result)), encoding="utf-8")
     return path
