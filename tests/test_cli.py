@@ -177,7 +177,7 @@ def test_autograder_grade_end_to_end(tmp_path):
                           cwd=course, capture_output=True, text=True, timeout=600, env=_env())
     assert done.returncode == 0, done.stdout + done.stderr
     grades = (course / "build" / "grading" / "00_gpu_setup" / "grades.csv").read_text()
-    assert "solo,00_gpu_setup,00_gpu_setup.ipynb,,0,6,0,6,6,graded" in grades, grades
+    assert "solo,,,00_gpu_setup,00_gpu_setup.ipynb,,,,6,0,6,6,graded" in grades, grades
     assert "1 submissions, 1 graded" in done.stdout
 
 
