@@ -234,6 +234,17 @@ def test_writing_a_report_without_math_loads_no_plotting_library():
     assert done.returncode == 0, done.stderr
 
 
+
+def test_a_matplotlib_that_cannot_load_leaves_the_math_as_typed():
+    """An unusable matplotlib setting (here MPLBACKEND) shows the span as code: the report still writes."""
+    import subprocess
+    import sys
+
+    code = "from autograder.grading import report; print(report.written_html('x $a^2$'))"
+    environment = dict(__import__("os").environ, MPLBACKEND="nonsense")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment)
+    assert done.returncode == 0 and "<code>$a^2$</code>" in done.stdout, done.stderr
+
 def test_the_summary_and_the_report_name_the_students_and_show_their_groups(tmp_path):
     """The terminal summary names each student beside the id (a name column only when a name is known);
     report.html's submissions table has a group column when a row has a group."""

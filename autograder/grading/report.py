@@ -182,15 +182,15 @@ class MathSpans:
         """Span `index` as an <img> of the SVG mathtext draws (a script in an SVG shown as an image never
         runs; the TeX is only its escaped alt text), or as its source in <code> where mathtext cannot
         parse it. Only `math_to_image`: no pyplot, no backend chosen, no setting changed."""
-        from matplotlib import mathtext
-        from matplotlib.font_manager import FontProperties
-
         source = html.escape(self.sources[index])
         svg = io.BytesIO()
         try:   # mathtext takes one line; TeX reads a line break as a space
+            from matplotlib import mathtext   # here: an unusable matplotlib setup (MPLBACKEND) fails its import
+            from matplotlib.font_manager import FontProperties
+
             depth = mathtext.math_to_image(f"${' '.join(self.tex[index].split())}$", svg, format="svg",
                                            prop=FontProperties(size=MATH_POINTS))
-        except (ValueError, RecursionError):
+        except (ImportError, ValueError, RecursionError):   # a report never fails on a student's math
             return f"<code>{source}</code>"
         style = "display: block; margin: 0.5em auto" if self.display[index] else f"vertical-align: -{depth:g}pt"
         return (f'<img src="data:image/svg+xml;base64,{base64.b64encode(svg.getvalue()).decode()}" '
