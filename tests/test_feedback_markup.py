@@ -119,7 +119,7 @@ def test_a_feedback_page_keeps_no_active_student_markup_and_keeps_what_a_student
     assert "hover here" in body
     # the written answer waits for its hand grade: the page says so instead of 0 points (MarkWaitingAnswers)
     assert "<strong>Waits for a hand grade</strong> (2 points)" in body and "Score: 0.0 / 2.0" not in page
-    assert "<h4>markup, not final: 2 points wait for a hand grade (Score: 1.0 / 3.0)</h4>" in body
+    assert "<h4>markup, without the 2 points graded by hand (Score: 1.0 / 3.0)</h4>" in body
 
 
 def test_the_allowlist_escapes_active_markup_and_keeps_images_and_tables():

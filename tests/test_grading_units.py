@@ -102,7 +102,7 @@ def test_mark_waiting_answers_says_an_answer_waits_instead_of_showing_0_points()
     assert why.metadata.nbgrader["grade"] is False and why.source == "my answer to why"
     assert how.metadata.nbgrader["grade"] is True, "graded by hand: its score stands"
     assert test_after.metadata.nbgrader["grade"] is True, "a test cell is never an answer to grade by hand"
-    assert resources["nbgrader"]["notebook"] == "ps1, not final: 2 points wait for a hand grade"
+    assert resources["nbgrader"]["notebook"] == "ps1, without the 2 points graded by hand"
     assert resources["nbgrader"]["score"] == 4.5
     untouched = nbformat.v4.new_notebook(cells=[answer("why", 2.0)])
     _, same = mark_waiting(untouched, {"nbgrader": {"notebook": "ps1"}}, {})

@@ -8,8 +8,10 @@ after nbgrader's `GetGrades`) finds in the gradebook the manually graded answer 
 solution) that still need their manual grade and, through what the template reads:
 - shows each such answer without points (its cell's `grade` set to false: the template then heads it
   "Student's answer", as an answer that is not graded, and leaves it out of the list of scores at the
-  top) and puts a note above it: "Waits for a hand grade (2 points)";
-- adds "not final: 2 points wait for a hand grade" to the page's heading and title, which the template
+  top) and puts a note above it: "Waits for a hand grade (2 points): not graded when this page was
+  made ...". The page is not made again when the hand grade comes (the grade reaches grades.csv and
+  the LMS's import, `autograder export`), so the note says what held when it was made;
+- adds "without the 2 points graded by hand" to the page's heading and title, which the template
   writes from the notebook's name (`resources['nbgrader']['notebook']`) before the total. It runs last
   so that every other step sees the notebook's own name; nbgrader names the output file by
   `resources['unique_key']`, which it leaves alone.
@@ -28,7 +30,8 @@ def _points(points: float) -> str:
 
 
 def waiting_note(points: float) -> str:
-    return f"**Waits for a hand grade** ({_points(points)}): the score at the top does not count it yet."
+    return (f"**Waits for a hand grade** ({_points(points)}): not graded when this page was made, so the score "
+            "at the top leaves it out; the grade given by hand goes to the course's gradebook.")
 
 
 def mark_waiting(nb, resources: dict, waiting: dict[str, float]):
@@ -45,7 +48,7 @@ def mark_waiting(nb, resources: dict, waiting: dict[str, float]):
     if points:
         nb.cells = cells
         info = resources["nbgrader"]
-        info["notebook"] = f"{info['notebook']}, not final: {_points(sum(points))} wait for a hand grade"
+        info["notebook"] = f"{info['notebook']}, without the {_points(sum(points))} graded by hand"
     return nb, resources
 
 
