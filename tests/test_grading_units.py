@@ -1,6 +1,7 @@
 """Fast unit tests of the grader's pure parts (no kernel, no nbgrader run): the tamper scan, the output
-cap, the feedback's hidden-test removal and its note on answers that wait for a hand grade. The end-to-end runs (hostile class, nbgrader fixtures)
-test the same parts through the pipeline."""
+cap, the feedback's hidden-test removal and its note on answers that wait for a hand grade, the feedback
+pages that keep their words where they cannot be made again with the hand grades. The end-to-end runs
+(hostile class, nbgrader fixtures) test the same parts through the pipeline."""
 
 from __future__ import annotations
 
@@ -415,3 +416,49 @@ def test_a_row_the_grader_never_ran_is_not_cached_and_a_stopped_cluster_still_gi
     # a never-run row does not replace the row kept for the same submission either
     again.put(students[0], by_student["dora"])
     assert again.get(students[0]).status == Status.GRADED
+
+
+def test_a_feedback_page_is_kept_where_it_cannot_be_made_again_with_the_hand_grades(tmp_path, caplog):
+    """No hand grade: not a word. A shared gradebook, a cluster, no page, no local autograded notebook:
+    the page stays as it is and the log says why (nbgrader is not run for any of them). A page that
+    cannot be made again stays as it is, with a warning."""
+    import logging
+    from dataclasses import replace
+
+    from autograder.grading import feedback_pages
+    from autograder.grading.cache import safe_id
+    from autograder.grading.overrides import Override
+    from autograder.grading.results import Row
+    from autograder.nbgrader_setup.workspace import Workspace
+    from autograder.runfolder import RunFolder
+    from autograder.settings import GradingSettings
+
+    run = RunFolder(tmp_path)
+    made = run.feedback_page("ann", "ps1.ipynb")
+    made.parent.mkdir()
+    made.write_text("made when graded", encoding="utf-8")
+    hand = [Override("ann", "written_why", 2.0, "names the factor", "TA Kim")]
+    cells = {"written_why": "written_why"}
+    cases = [(hand, made, GradingSettings(db_url="postgresql://grader@db/gradebook"), "shared gradebook"),
+             (hand, made, GradingSettings(scheduler="tcp://head:8786"), "cluster"),
+             (hand, None, GradingSettings(), "no page"),
+             (hand, made, GradingSettings(), "no local workspace holds its autograded notebook"),
+             ([replace(hand[0], student_id="bo")], made, GradingSettings(), None)]
+    for by_hand, feedback, settings, why in cases:
+        caplog.clear()
+        row = Row("ann", "ps1", notebook="ps1.ipynb", feedback=feedback)
+        with caplog.at_level(logging.DEBUG, logger=feedback_pages.__name__):
+            feedback_pages.show_hand_grades(run, row, by_hand, cells, settings)
+        said = [record.getMessage() for record in caplog.records]
+        assert (said == []) if why is None else (len(said) == 1 and why in said[0]), (why, said)
+        assert made.read_text(encoding="utf-8") == "made when graded"
+    notebook = Workspace(run.workspace(0), "ps1").autograded_dir(safe_id("ann")) / "ps1.ipynb"
+    notebook.parent.mkdir(parents=True)
+    notebook.write_text("{}", encoding="utf-8")   # a workspace whose gradebook does not know the notebook
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger=feedback_pages.__name__):
+        feedback_pages.show_hand_grades(run, Row("ann", "ps1", notebook="ps1.ipynb", feedback=made), hand, cells,
+                                        GradingSettings())
+    kept = "the feedback page of ann is kept as it was made, without the hand grades (they are in grades.csv)"
+    assert [(record.levelname, record.getMessage().split(":")[0]) for record in caplog.records] == [("WARNING", kept)]
+    assert made.read_text(encoding="utf-8") == "made when graded"

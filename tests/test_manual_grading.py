@@ -125,6 +125,24 @@ def test_an_override_grades_a_written_answer(graded):
     assert cy["overrides"] == "written_why: unscored -> 2 by TA Kim (names the factor)"
 
 
+def page(out: Path, student: str) -> str:
+    return RunFolder(out).feedback_page(student, "ps1.ipynb").read_text(encoding="utf-8")
+
+
+def test_the_feedback_page_is_made_again_with_the_hand_grade(graded):
+    """cy's page, made again after the override: the hand grade's points and comment on the answer, no
+    note; ann's answer still waits. The workers' gradebooks hold no hand grade afterwards."""
+    cy = page(graded["out"], "cy")
+    assert '<a href="#written_why">Written response</a> (Score: 2.0 / 2.0)' in cy
+    assert "<b>Comments:</b> <p>names the factor</p>" in cy
+    assert "Waits for a hand grade" not in cy and "graded by hand" not in cy and "(Score: 6.0 / 6.0)" in cy
+    assert "Waits for a hand grade" in page(graded["out"], "ann")
+    for workspace in RunFolder(graded["out"]).workspaces():
+        with Gradebook(f"sqlite:///{workspace / 'gradebook.db'}", COURSE_ID) as gradebook:
+            assert all(grade.manual_score is None for submission in gradebook.find_assignment(ASSIGNMENT).submissions
+                       for notebook in submission.notebooks for grade in notebook.grades)
+
+
 def test_the_report_shows_the_answer_rendered(graded):
     report = (graded["out"] / "report.html").read_text(encoding="utf-8")
     assert "Written answers to grade by hand" in report
@@ -154,6 +172,9 @@ def test_a_formgrader_grade_is_read_back_and_survives_force(graded):
     ann = grades(out)["ann"]
     assert (ann["status"], float(ann["score"]), ann["written_why"]) == ("graded", 5.5, "1.5")
     assert ann["overrides"] == "written_why: unscored -> 1.5 by formgrader (right, but why 2?)"
+    made_again = page(out, "ann")   # with the formgrader's grade and comment
+    assert '<a href="#written_why">Written response</a> (Score: 1.5 / 2.0)' in made_again
+    assert "<b>Comments:</b> <p>right, but why 2?</p>" in made_again and "Waits for a hand grade" not in made_again
     prepared_again = run("formgrade", ASSIGNMENT, "--grades-dir", str(out), "--prepare-only", cwd=root)
     assert prepared_again.returncode == 0, prepared_again.stderr
     with Gradebook(gradebook_url, COURSE_ID) as gradebook:

@@ -42,10 +42,11 @@ def graded_rows(tmp_path: Path, **settings) -> dict[str, dict[str, str]]:
     (submissions / "doejane_12345_900_ps1.ipynb").write_bytes(data)
     (submissions / "smithjohn_LATE_23456_901_ps1.ipynb").write_bytes(data)
     run = RunFolder(tmp_path / "out")
-    graded = pipeline.read("ps1", source, [source / NAME], run, submissions, GradingSettings(**settings))
+    chosen = GradingSettings(**settings)
+    graded = pipeline.read("ps1", source, [source / NAME], run, submissions, chosen)
     rows = [Row(student, "ps1", notebook=NAME, score=2.0, max_score=4.0, status=Status.GRADED)
             for student in ("12345", "23456")]
-    pipeline.settle(graded, rows)
+    pipeline.settle(graded, rows, chosen)
     pipeline.write(graded, rows, [])
     with run.grades_csv.open(newline="", encoding="utf-8") as handle:
         return {line["student_id"]: line for line in csv.DictReader(handle)}

@@ -46,11 +46,13 @@ class Prepared:
     missing: list[str] = field(default_factory=list)    # rows without an autograded notebook here
 
 
-def _autograded(run: RunFolder, student: str, assignment_id: str, notebook: str) -> Path | None:
-    """The newest autograded copy the run's local workers left (a cluster's stay on its workers)."""
-    found = [Workspace(root, assignment_id).autograded_dir(student) / notebook for root in run.workspaces()]
-    found = sorted((path for path in found if path.exists()), key=lambda path: path.stat().st_mtime)
-    return found[-1] if found else None
+def autograded(run: RunFolder, student: str, assignment_id: str, notebook: str,
+               settings: GradingSettings | None = None) -> Workspace | None:
+    """The run's local workspace that holds the newest autograded copy of `notebook` of `student` (a
+    safe id); None when none does (a cluster's copies stay on its workers)."""
+    found = [Workspace(root.resolve(), assignment_id, settings or GradingSettings()) for root in run.workspaces()]
+    found = [space for space in found if (space.autograded_dir(student) / notebook).exists()]
+    return max(found, key=lambda space: (space.autograded_dir(student) / notebook).stat().st_mtime, default=None)
 
 
 def _gradebook_setting(root: Path, course_root: Path, db_url: str | None) -> None:
@@ -84,10 +86,11 @@ def prepare(run: RunFolder, assignment_id: str, source_dir: Path, rows: list[Row
                 continue
             student = safe_id(row.student_id)
             notebook = Path(row.notebook)
-            source = _autograded(run, student, assignment_id, notebook.name)
-            if source is None:
+            holder = autograded(run, student, assignment_id, notebook.name)
+            if holder is None:
                 prepared.missing.append(f"{row.student_id} {row.notebook}")
                 continue
+            source = holder.autograded_dir(student) / notebook.name
             target = workspace.autograded_dir(student) / notebook.name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)

@@ -40,7 +40,8 @@ import nbformat
 from autograder import __version__
 from autograder.errors import AutograderError
 from autograder.execution import executors, jobs, sandbox
-from autograder.grading import formgrade, grades_csv, intake, lateness, overrides, report, similarity, tamper
+from autograder.grading import (feedback_pages, formgrade, grades_csv, intake, lateness, overrides, report,
+                                similarity, tamper)
 from autograder.grading.cache import Cache, safe_id
 from autograder.grading.results import ClassResult, Row
 from autograder.grading.status import Status, after_hand_grades, decide
@@ -122,8 +123,9 @@ class _Class:
         return {self.run.column(name, cell): points for name, notebook in self.notebooks.items()
                 for cell, points in notebook.points.items()}
 
-    def columns_of(self, name: str) -> set[str]:
-        return {self.run.column(name, cell) for cell in self.notebooks[name].points}
+    def columns_of(self, name: str) -> dict[str, str]:
+        """The cell columns of notebook `name` and their grade ids."""
+        return {self.run.column(name, cell): cell for cell in self.notebooks[name].points}
 
 
 @dataclass
@@ -154,7 +156,7 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
             similar_pairs = similar.result()
     finally:
         executor.close()
-    rows = settle(graded, rows)
+    rows = settle(graded, rows, settings)
     result = write(graded, rows, similar_pairs)
     if stopped is not None:
         raise stopped   # grades.csv holds the rows done and the reason of each not run
@@ -267,14 +269,16 @@ def execute(graded: _Class, plan: _Plan, executor, spaces: list[Workspace], sett
     return rows, None
 
 
-def settle(graded: _Class, rows: list[Row]) -> list[Row]:
-    """After the cache took the rows: the points set by hand, the status they settle, the late penalty
-    (a new override, due date or policy needs no re-grade); then the rows of the class, a group's row
-    once per member with the group's feedback page copied to the member's, each named (a new roster
-    needs no re-grade either)."""
+def settle(graded: _Class, rows: list[Row], settings: GradingSettings) -> list[Row]:
+    """After the cache took the rows: the points set by hand, the status they settle, the feedback page
+    made again with them (`feedback_pages`), the late penalty (a new override, due date or policy needs
+    no re-grade); then the rows of the class, a group's row once per member with the group's feedback
+    page copied to the member's, each named (a new roster needs no re-grade either)."""
     for row in rows:
-        overrides.apply(row, graded.by_hand, graded.columns_of(row.notebook))
+        cells = graded.columns_of(row.notebook)
+        overrides.apply(row, graded.by_hand, set(cells))
         row.status, row.reason = after_hand_grades(row.status, row.reason, row.answers_to_grade)
+        feedback_pages.show_hand_grades(graded.run, row, graded.by_hand, cells, settings)
         row.raw_score = row.score
         _apply_lateness(row, graded.term)
     rows = groups.spread(rows, lambda row: graded.groups.get(row.student_id),

@@ -3,7 +3,8 @@
 nbgrader's converters catch a failure, log its cause (a preprocessor's own message, then the
 traceback) and raise `NbGraderException("Please see the above traceback ...")`, which names no
 cause. `errors_logged` collects what they logged at ERROR; `explain` keeps nbgrader's own messages
-and each traceback's last line (the exception and its message) and drops the generic lines.
+and each traceback's last line (the exception and its message) and drops the generic lines;
+`errors_only` keeps the rest out of a log.
 """
 
 from __future__ import annotations
@@ -29,6 +30,21 @@ def errors_logged(records: list[str]):
     finally:
         for logger in loggers:
             logger.removeHandler(handler)
+
+
+@contextlib.contextmanager
+def errors_only():
+    """Inside the block nbgrader's converters log their errors only, not the lines of an ordinary run
+    (a folder replaced, a config option a preprocessor does not take) that a driver's log does not want."""
+    loggers = [logging.getLogger(name) for name in LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def explain(records: list[str], failure: BaseException | None = None, limit: int = 1000) -> str:

@@ -9,8 +9,11 @@ solution) that still need their manual grade and, through what the template read
 - shows each such answer without points (its cell's `grade` set to false: the template then heads it
   "Student's answer", as an answer that is not graded, and leaves it out of the list of scores at the
   top) and puts a note above it: "Waits for a hand grade (2 points): not graded when this page was
-  made ...". The page is not made again when the hand grade comes (the grade reaches grades.csv and
-  the LMS's import, `autograder export`), so the note says what held when it was made;
+  made ...". The hand grade reaches grades.csv and the LMS's import (`autograder export`), and every
+  `autograder grade` after it makes the page again with the grade in the gradebook, where this step
+  no longer marks the answer (`autograder.grading.feedback_pages`: a local run on the course's own
+  gradebooks); a page of a run on a shared PostgreSQL gradebook or a cluster is not made again, so
+  the note says what held when the page was made;
 - adds "without the 2 points graded by hand" to the page's heading and title, which the template
   writes from the notebook's name (`resources['nbgrader']['notebook']`) before the total. It runs last
   so that every other step sees the notebook's own name; nbgrader names the output file by
