@@ -6,6 +6,7 @@ grades another answer, and grading reads both back."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 
@@ -81,6 +82,10 @@ def grade_answer(page: Page, score, url: str, student: str, points: str, comment
     score.fill(points)
     score.press("Tab")
     box = page.locator("textarea#written_why-comment")
+    # the formgrader binds the comment box once its comments are loaded (a request of their own, apart
+    # from the grades'); it then gives the box its placeholder, and only then is a typed comment saved
+    # (typed before, it is lost: nothing listens, and the first render empties the box)
+    expect(box).to_have_attribute("placeholder", re.compile(".+"), timeout=60_000)
     box.fill(comment)
     box.press("Tab")
     deadline = time.monotonic() + lab_ui.SAVE_TIMEOUT
