@@ -279,22 +279,27 @@ def _setting(name: str):
 
 
 def add_settings(parser: argparse.ArgumentParser) -> None:
-    """One option per grading setting (`GradingSettings`' traits): its flag, type, choices, help and default
-    from the trait. An option not given is not set, so the course's nbgrader configuration stands."""
+    """One option per grading setting (`GradingSettings`' traits), in the order they are declared."""
     traits = GradingSettings.class_traits(config=True)
-    for name in [name for name in vars(GradingSettings) if name in traits]:   # in the order they are declared
-        trait = traits[name]
-        flag = trait.metadata.get("flag", f"--{name.replace('_', '-')}")
-        default = trait.default_value
-        shown = "" if default is None else f" (default {default:g})" if isinstance(default, float) else f" (default {default})"
-        options = dict(dest=f"setting_{name}", default=argparse.SUPPRESS, help=trait.help + shown)
-        if isinstance(trait, Bool):
-            options.update(action="store_true", help=trait.help)
-        elif isinstance(trait, Enum):
-            options.update(choices=trait.values)
-        else:
-            options.update(type=_setting(name), metavar=trait.metadata.get("metavar"))
-        parser.add_argument(flag, **options)
+    for name in [name for name in vars(GradingSettings) if name in traits]:
+        add_setting(parser, name)
+
+
+def add_setting(parser: argparse.ArgumentParser, name: str, help: str | None = None) -> None:
+    """The option of grading setting `name`: its flag, type, choices, help (or `help`) and default from the
+    trait. An option not given is not set, so the course's nbgrader configuration stands."""
+    trait = GradingSettings.class_traits(config=True)[name]
+    flag = trait.metadata.get("flag", f"--{name.replace('_', '-')}")
+    default = trait.default_value
+    shown = "" if default is None else f" (default {default:g})" if isinstance(default, float) else f" (default {default})"
+    options = dict(dest=f"setting_{name}", default=argparse.SUPPRESS, help=help or trait.help + shown)
+    if isinstance(trait, Bool):
+        options.update(action="store_true", help=help or trait.help)
+    elif isinstance(trait, Enum):
+        options.update(choices=trait.values)
+    else:
+        options.update(type=_setting(name), metavar=trait.metadata.get("metavar"))
+    parser.add_argument(flag, **options)
 
 
 def settings_given(args: argparse.Namespace) -> dict:
@@ -366,11 +371,11 @@ def parser() -> argparse.ArgumentParser:
     fg = commands.add_parser("formgrade", parents=[logs], help="grade written answers by hand in nbgrader's formgrader")
     fg.add_argument("assignment", help="assignment id (its run: build/grading/<assignment>/)")
     fg.add_argument("--grades-dir", metavar="DIR", help="the run's folder (default build/grading/<assignment>)")
-    fg.add_argument("--db", dest="setting_db_url", default=argparse.SUPPRESS, metavar="URL",
-                    help="the shared gradebook the class was graded into (autograder grade --db, e.g. "
-                         "postgresql://grader@db/gradebook): the formgrader opens it, so several graders can "
-                         "grade at once; default: c.GradingSettings.db_url of the course's nbgrader_config.py, "
-                         "else a SQLite gradebook in the run's formgrade/")
+    add_setting(fg, "db_url",
+                help="the shared gradebook the class was graded into (autograder grade --db, e.g. "
+                     "postgresql://grader@db/gradebook): the formgrader opens it, so several graders can "
+                     "grade at once; default: c.GradingSettings.db_url of the course's nbgrader_config.py, "
+                     "else a SQLite gradebook in the run's formgrade/")
     fg.add_argument("--prepare-only", action="store_true",
                     help="prepare <run folder>/formgrade/ and say how to open it, without starting JupyterLab")
     fg.epilog = "Arguments after -- go to jupyter lab, e.g. autograder formgrade 04_xla -- --port 8890 --no-browser"

@@ -39,7 +39,7 @@ def waiting_note(points: float) -> str:
 
 def mark_waiting(nb, resources: dict, waiting: dict[str, float]):
     """`nb` (after GetGrades) with every answer cell whose grade id is in `waiting` (grade id -> points)
-    shown without points and with a note above it, and the page's heading saying the total is not final."""
+    shown without points and with a note above it, and the page's heading saying its total leaves them out."""
     cells, points = [], []
     for cell in nb.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
