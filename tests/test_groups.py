@@ -351,3 +351,115 @@ def test_a_moodle_team_submission_reaches_every_member_by_participant_id(course)
         "Ann Lee_1003_assignsubmission_file/ps1-feedback.html",
         "Jane Doe_1001_assignsubmission_file/ps1-feedback.html",
         "John Smith_1002_assignsubmission_file/ps1-feedback.html"]
+
+
+# --- Moodle's default group folder: the students in no group
+
+
+def moodle_team_download(course, default: str) -> Path:
+    """A team assignment's download as Moodle 4.1+ writes it (mod/assign/classes/downloader.php): a group's
+    folder with its id, the default group's (the students in no group) by its name alone, in the site's
+    language."""
+    submissions = course["base"] / "moodle"
+    for folder in ("Team Red_12_assignsubmission_file", f"{default}_assignsubmission_file"):
+        (submissions / folder).mkdir(parents=True)
+        (submissions / folder / f"{ASSIGNMENT}.ipynb").write_bytes(course["notebook"])
+    return submissions
+
+
+@pytest.mark.parametrize(("worksheet", "default", "identifier"), [
+    (WORKSHEET, "Default group", "Identifier"), (WORKSHEET_DE, "Standard-Gruppe", "ID")], ids=["en", "de"])
+def test_the_default_group_folder_is_the_one_student_in_no_group(course, worksheet, default, identifier):
+    """An English and a German site: Ann (the worksheet's one student in the default group) gets the
+    default group folder's row, her feedback under her own folder and her grade in the worksheet."""
+    out = grade(course, moodle_team_download(course, default), worksheet)
+    assert sorted(course["ran"]) == ["12", default], "the default group's submission graded once"
+    assert [(line["student_id"], line["name"], line["group"], line["score"], line["status"])
+            for line in rows_of(out / "grades.csv")] == [
+        ("1001", "Jane Doe", "Team Red", "6", "graded"), ("1002", "John Smith", "Team Red", "6", "graded"),
+        ("1003", "Ann Lee", default, "6", "graded")]
+    intake_lines = {line["student_id"]: line for line in rows_of(out / "intake.csv")}
+    assert intake_lines["1003"]["origin"] == f"{default}_assignsubmission_file/{ASSIGNMENT}.ipynb"
+    assert sorted(release_zip(out).namelist()) == [
+        "Ann Lee_1003_assignsubmission_file/ps1-feedback.html", "Jane Doe_1001_assignsubmission_file/ps1-feedback.html",
+        "John Smith_1002_assignsubmission_file/ps1-feedback.html"], "the participant id importziplib.php reads"
+    students, grade_column = grade_import.read_worksheet(write(course["base"] / "worksheet.csv", worksheet))
+    grades, max_score = grade_import.grades_of(read_grades(out / "grades.csv"))
+    target = grade_import.write(students, grades, max_score, ASSIGNMENT, "moodle-worksheet",
+                                out / "moodle-worksheet-import.csv", grade_column=grade_column)
+    assert [line[grade_column] for line in rows_of(target)] == ["6", "6", "6", "0"], "Ann's grade, not a 0"
+
+
+def test_a_default_group_folder_that_no_one_student_is_refused_naming_it(tmp_path):
+    """Moodle keeps one submission for all its students in no group: with two of them in the worksheet, or
+    with a roster that says nothing of them, the download cannot say whose it is; both named at once with
+    a group's second submission."""
+    two = groups.read(write(tmp_path / "two.csv", WORKSHEET_DE.replace("Keine Abgabe,Team Blue", "Keine Abgabe,"
+                                                                        "Standard-Gruppe")))
+    assert two.default.members == ["1003", "1004"] and two.of("1004") is None
+    where = f"dl.zip:Standard-Gruppe_assignsubmission_file/{ASSIGNMENT}.ipynb"
+    with pytest.raises(groups.GroupsError) as raised:
+        two.check([("12", "moodle", "Team Red"), ("1001", "moodle", "Jane Doe"),
+                   ("Standard-Gruppe", "moodle", "Standard-Gruppe", where)])
+    message = str(raised.value)
+    assert "group 'Team Red' has 2 submissions, one each from 12 and 1001" in message, message
+    assert (f"{where}: Moodle's default group folder ('Standard-Gruppe') is the one submission Moodle keeps for "
+            "all 2 students in no group, 1003 (line 4), 1004 (line 5), and names none of them") in message, message
+    assert "rename its folder to '<full name>_<participant id>_assignsubmission_file'" in message, message
+    plain = groups.read(write(tmp_path / "plain.csv", PLAIN))
+    with pytest.raises(groups.GroupsError, match="Default group_assignsubmission_file/x.ipynb: Moodle's default group "
+                                                 "folder .* names no student, and this roster puts no student in"):
+        plain.check([("Default group", "moodle", "Default group", "Default group_assignsubmission_file/x.ipynb")])
+    named = groups.read(write(tmp_path / "named.csv", PLAIN + "Default group,carl\n"))
+    assert named.check([("Default group", "moodle", "Default group")]) == {
+        "Default group": named.groups["Default group"]}, "a plain roster's group of that name says whose it is"
+
+
+def test_the_default_group_folder_without_a_group_roster_is_a_rejection(course):
+    submissions = moodle_team_download(course, "Standard-Gruppe")
+    out = course["base"] / "out"
+    pipeline.grade_class(ASSIGNMENT, course["source"], submissions, out, progress=lambda line: None,
+                         settings=GradingSettings(sandbox="none", workers=1))
+    assert course["ran"] == ["12"]
+    rows = {line["student_id"]: line for line in rows_of(out / "grades.csv")}
+    assert rows["Standard-Gruppe"]["status"] == "invalid"
+    assert "Moodle's default group folder ('Standard-Gruppe': the submission of a team assignment's students in no " \
+           "group) names no student: grade with --groups" in rows["Standard-Gruppe"]["reason"]
+
+
+# --- the class roster
+
+
+def test_a_member_the_class_roster_lacks_is_refused_with_the_other_problems(tmp_path):
+    class_list = {"ann": "Ann", "bob": "Bob", "dora": "Dora"}
+    with pytest.raises(groups.GroupsError) as raised:
+        groups.read(write(tmp_path / "groups.csv", PLAIN + "Team A,dora\n"), class_list, "class.csv")
+    message = str(raised.value)
+    assert message.startswith(f"{tmp_path / 'groups.csv'}:\n"), message
+    assert "line 6: student dora is in two groups, 'Team B' (line 4) and 'Team A'" in message, message
+    assert "line 5: student eli of group 'Team B' is not in the class roster class.csv" in message, message
+    assert "none of its students" not in message
+    worksheet = write(tmp_path / "worksheet.csv", WORKSHEET)
+    found = groups.read(worksheet, {"1001", "1002", "1003", "1004"}, "w.csv")
+    assert list(found.groups) == ["Team Red", "Team Blue"] and found.default.members == ["1003"]
+    with pytest.raises(groups.GroupsError, match="line 4: student 1003 of group 'Default group' is not in the class "
+                                                 "roster w.csv"):
+        groups.read(worksheet, {"1001", "1002", "1004"}, "w.csv")
+    with pytest.raises(groups.GroupsError, match=r"\(none of its students is in gradebook.csv: do both name students "
+                                                 "alike"):
+        groups.read(worksheet, {"jane@example.org"}, "gradebook.csv")
+
+
+def test_a_member_the_class_roster_lacks_stops_the_run_before_anything_is_graded(course):
+    submissions = course["base"] / "submissions"
+    (submissions / "Team A").mkdir(parents=True)
+    (submissions / "Team A" / f"{ASSIGNMENT}.ipynb").write_bytes(course["notebook"])
+    class_roster = write(course["base"] / "class.csv", "student_id,name\nann,Ann Lee\nbob,Bob Ray\ndora,Dora Kim\n")
+    with pytest.raises(groups.GroupsError, match=f"line 5: student eli of group 'Team B' is not in the class "
+                                                 f"roster {class_roster}"):
+        grade(course, submissions, PLAIN, roster=str(class_roster))
+    assert course["ran"] == [] and not (course["base"] / "out" / "grades.csv").exists()
+    write(class_roster, class_roster.read_text() + "eli,Eli Park\n")
+    out = grade(course, submissions, PLAIN, roster=str(class_roster))
+    assert [(line["student_id"], line["name"]) for line in rows_of(out / "grades.csv")] == [
+        ("ann", "Ann Lee"), ("bob", "Bob Ray")]

@@ -62,6 +62,42 @@ def test_names_moodle_never_writes(path):
     assert downloads.moodle(path) is None
 
 
+# A team assignment's students in no group: mod/assign/classes/downloader.php's get_student_prefix gives
+# their (one, shared) submission the prefix get_string('defaultteam') without an id, in the language of
+# whoever downloads; the plugin's part follows as for a student.
+@pytest.mark.parametrize("path, expected", [
+    ("Default group_assignsubmission_file/00_gpu_setup.ipynb",
+     ("Default group", "00_gpu_setup.ipynb", "Default group_assignsubmission_file/")),
+    ("Standard-Gruppe_assignsubmission_file/sub/00_gpu_setup.ipynb",
+     ("Standard-Gruppe", "00_gpu_setup.ipynb", "Standard-Gruppe_assignsubmission_file/")),
+    ("Standard-Gruppe_assignsubmission_onlinetext/onlinetext.html",
+     ("Standard-Gruppe", "onlinetext.html", "Standard-Gruppe_assignsubmission_onlinetext/")),
+    ("Groupe par défaut_assignsubmission_file_00_gpu_setup.ipynb",            # not in folders
+     ("Groupe par défaut", "00_gpu_setup.ipynb", "Groupe par défaut_assignsubmission_file_")),
+    ("Groupe par de\u0301faut_assignsubmission_file/00_gpu_setup.ipynb",      # unpacked on a Mac (NFD)
+     ("Groupe par défaut", "00_gpu_setup.ipynb", "Groupe par de\u0301faut_assignsubmission_file/")),
+])
+def test_moodle_default_group_folder_names_the_default_group(path, expected):
+    entry = downloads.moodle(path)
+    assert (entry.student_id, entry.file_name, entry.reupload) == expected
+    assert entry.name == entry.student_id and downloads.default_group("moodle", entry.student_id)
+    assert not downloads.default_group("canvas", entry.student_id)
+
+
+def test_every_languages_default_group_folder_is_read():
+    from autograder.lms import moodle_strings
+    for language, strings in moodle_strings.TEAM.items():
+        entry = downloads.moodle(f"{strings.default_group}_assignsubmission_file/{NAME}")
+        assert entry is not None and entry.student_id == strings.default_group, language
+
+
+@pytest.mark.parametrize("path", ["Team Red_assignsubmission_file/a.ipynb",          # a group's folder has its id
+                                  "Default group_assignfeedback_file/a.ipynb", "Default group_assignsubmission_file/",
+                                  "Default group/a.ipynb", "Default group_assignsubmission/a.ipynb"])
+def test_default_group_names_moodle_never_writes(path):
+    assert downloads.moodle(path) is None
+
+
 def _canvas_class(valid_bytes) -> dict[str, bytes]:
     return {
         "doejane_12345_900_00_gpu_setup.ipynb": valid_bytes,
@@ -128,6 +164,27 @@ def test_a_moodle_download(tmp_path, valid_bytes):
     assert all(found[s].ok for s in ("1001", "1002", "1003"))
     assert found["1001"].name == "Jane Doe" and found["1001"].reupload == "Jane Doe_1001_assignsubmission_file/"
     assert "follows no Moodle rule" in found["grading worksheet.csv"].problem
+
+
+@pytest.mark.parametrize("default", ["Default group", "Standard-Gruppe"], ids=["en", "de"])
+def test_a_moodle_team_download_reads_the_default_group_folder_under_its_name(tmp_path, valid_bytes, default):
+    """An English and a German site's download of a team assignment: a group's folder by its id, the
+    default group's under its name (only the group roster says whose it is: tests/test_groups.py)."""
+    source = tmp_path / "CS101-Homework 1-77.zip"
+    source.write_bytes(_zip_bytes({
+        f"Team Red_12_assignsubmission_file/{NAME}": valid_bytes,
+        f"{default}_assignsubmission_file/{NAME}": valid_bytes,
+        f"{default}_assignsubmission_onlinetext/onlinetext.html": b"<p>hi</p>",
+    }))
+    found = _by_id(intake.read_class(source, NAME))
+    assert set(found) == {"12", default}
+    assert found[default].ok and found[default].notebook_bytes == valid_bytes
+    assert (found[default].name, found[default].reupload) == (default, f"{default}_assignsubmission_file/")
+    refused = _by_id(intake.without_group_roster(list(found.values())))
+    assert refused["12"] == found["12"], "a group's folder is graded under its id, as before"
+    assert not refused[default].ok and refused[default].notebook_bytes is None
+    assert f"{default}_assignsubmission_file/{NAME}: Moodle's default group folder" in refused[default].problem
+    assert "grade with --groups and the assignment's grading worksheet" in refused[default].problem
 
 
 def test_a_zip_that_is_no_lms_download_is_an_error_of_the_run(tmp_path, valid_bytes):

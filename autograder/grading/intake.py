@@ -9,7 +9,10 @@
 
 Each student becomes a `Submission`: either a notebook to grade (read into memory) or a rejection
 with the reason, so the rest of the class is still graded. A file of an LMS download whose name follows
-none of the LMS's rules becomes a rejection of its own: nothing is dropped.
+none of the LMS's rules becomes a rejection of its own: nothing is dropped. Moodle's default group
+folder (a team assignment's students in no group) is read under the default group's name: only the
+group roster says whose it is (`autograder.lms.groups`); graded without one it is a rejection
+(`without_group_roster`).
 """
 
 from __future__ import annotations
@@ -224,6 +227,17 @@ def _from_entries(lms: str, student_id: str, entries: list[downloads.Entry], fil
         found = _validated(student_id, origin + entry.path, files[entry.path].read())
     return replace(found, lms=lms, name=entries[0].name, late_marked=any(one.late for one in entries),
                    reupload=entry.reupload)
+
+
+def without_group_roster(submissions: list[Submission]) -> list[Submission]:
+    """The class as graded without a group roster: Moodle's default group folder, which names no student,
+    a rejection that says so (graded, its row would be no student's)."""
+    return [replace(submission, notebook_bytes=None, problem=(
+                f"{submission.origin}: Moodle's default group folder ({submission.student_id!r}: the submission "
+                "of a team assignment's students in no group) names no student: grade with --groups and the "
+                "assignment's grading worksheet, which says who is in the default group"))
+            if downloads.default_group(submission.lms, submission.student_id) else submission
+            for submission in submissions]
 
 
 def _too_big(student_id: str, origin: str) -> Submission:

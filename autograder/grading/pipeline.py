@@ -182,9 +182,13 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
                                       intake.read_class(submissions, path.name),
                                       Cache(run.rows_of(path.name), path.read_bytes(), key))
                  for path in paths}
-    placed = groups.read(Path(settings.groups)).check(
-        [(submission.student_id, submission.lms, submission.name) for notebook in notebooks.values()
-         for submission in notebook.students]) if settings.groups else {}
+    class_list = roster.names(Path(settings.roster)) if settings.roster else None
+    placed = groups.read(Path(settings.groups), class_list, settings.roster).check(
+        [(submission.student_id, submission.lms, submission.name, submission.origin)
+         for notebook in notebooks.values() for submission in notebook.students]) if settings.groups else {}
+    if not settings.groups:   # Moodle's default group folder: only a group roster says whose it is
+        for notebook in notebooks.values():
+            notebook.students = intake.without_group_roster(notebook.students)
     _write_intake(run.intake_csv, notebooks, placed)
     students = {submission.student_id for notebook in notebooks.values() for submission in notebook.students}
     submission_of = {member: student for student, group in placed.items() for member in group.members}
@@ -195,8 +199,8 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
              for submission in notebook.students if submission.name}
     for group in placed.values():   # a group's submission is named after the group; its members by the roster
         names |= group.names
-    if settings.roster:   # the instructor's class list wins over the names an LMS download carries
-        names |= roster.names(Path(settings.roster))
+    if class_list is not None:   # the instructor's class list wins over the names an LMS download carries
+        names |= class_list
     graded = _Class(assignment_id, source_dir, run, notebooks, term, [], placed, names)
     by_file = overrides.read(Path(settings.overrides), graded.columns, students | set(submission_of)) \
         if settings.overrides else []

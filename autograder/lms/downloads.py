@@ -25,6 +25,25 @@ student (`assign::get_uniqueid_for_user`), the number in the grading worksheet's
 ("Participant 123456"), not the Moodle user id. Moodle takes feedback files back ("Upload multiple
 feedback files in a zip") from the same folder names (mod/assign/feedback/file/importziplib.php).
 
+A team assignment (`autograder.lms.groups`) names a folder after the group instead,
+
+    <group name>_<group id>_assignsubmission_file/...          a group's submission
+    <default group>_assignsubmission_file/...                  the submission of the students in no group
+
+Confirmed in moodle/moodle mod/assign/classes/downloader.php (Moodle 4.1 and later; read at commit
+da5455238d1a24a0246b11f4b682b73664993c0b): `get_student_prefix` (lines 172-197), for a team submission,
+takes the student's `get_submission_group`: its name with `_` turned into spaces and `'_' . <group id>`,
+or for a student in no group `get_string('defaultteam', 'mod_assign')` and no id at all (lines 182-183:
+"Default group", "Standard-Gruppe", ... in the language of whoever downloads), then `clean_filename`
+(which leaves every lang pack's `defaultteam` as it is); the plugin's part follows as for a student.
+`load_student_filelist` (lines 131-149) zips each prefix once ("We already send that file (in group
+mode)"), and `get_student_submission` (lines 157-164) asks `get_group_submission($userid, 0, false)`,
+which for a student in no group is the one record of group 0 (mod/assign/locallib.php: groupid 0, userid
+0). So Moodle keeps one submission for all the students in no group, and the download has one such
+folder, naming none of them, however many hand in. Before 4.1 (locallib.php's `download_submissions`)
+every member had a folder of their own, `<group name>-<full name>_<participant id>_...`, which the
+student rule reads.
+
 Neither download carries the submission time: both zip writers stamp the files with the time the zip
 was made. The time comes from `--submitted-at`; Canvas's LATE marker is kept.
 """
@@ -32,12 +51,19 @@ was made. The time comes from `--submitted-at`; Canvas's LATE marker is kept.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from autograder.lms import moodle_strings
+
 CANVAS, MOODLE = "canvas", "moodle"
 CANVAS_RULE = "<name>[_LATE]_<user id>_<attachment id>_<file name>"
-MOODLE_RULE = "<full name>_<participant id>_assignsubmission_<plugin>[/ or _]<file name>"
+MOODLE_RULE = ("<full name>_<participant id>_assignsubmission_<plugin>[/ or _]<file name>, or a team "
+               "assignment's <default group>_assignsubmission_<plugin>[/ or _]<file name>")
+# The folder name of the students in no group: `defaultteam` in every language of `moodle_strings`, with
+# `_` turned into spaces as downloader.php does (none of them has one, nor anything clean_filename drops).
+DEFAULT_GROUP = {name.replace("_", " ") for name in moodle_strings.DEFAULT_GROUP}
 
 _ANON = re.compile(r"anon_[A-Za-z0-9]+")
 
@@ -45,7 +71,8 @@ _ANON = re.compile(r"anon_[A-Za-z0-9]+")
 @dataclass(frozen=True)
 class Entry:
     """One file of a download, attributed to its student by the LMS's naming rule."""
-    student_id: str      # Canvas: the user id (or anon_<id>); Moodle: the participant id
+    student_id: str      # Canvas: the user id (or anon_<id>); Moodle: the participant id (a team's group id;
+                         # the default group's name for the students in no group: `default_group`)
     name: str            # the student's name as the LMS wrote it ("doejane", "Jane Doe")
     file_name: str       # the file's own name, after the LMS's renames ("00_gpu_setup-1.ipynb")
     path: str            # where it is in the download
@@ -81,18 +108,32 @@ def canvas(path: str) -> Entry | None:
 
 
 def moodle(path: str) -> Entry | None:
-    """A file of a Moodle download (in the per-student folders or flat), or None when it follows no rule."""
+    """A file of a Moodle download (in the per-student folders or flat), or None when it follows no rule.
+    The default group's folder (a team assignment's students in no group) is attributed to the default
+    group's name, as the student id: which student it is, only the group roster says (`default_group`)."""
     top, _, below = path.partition("/")
-    info = top.split("_", 4)      # Moodle's own explode('_', $name, 5)
-    if len(info) < 4 or not info[0] or not info[1].isdigit() or not info[2].startswith("assignsubmission"):
-        return None
-    plugin = info[3]
-    rest = info[4] if len(info) == 5 else ""
+    team = top.split("_", 3)      # <default group>_assignsubmission_<plugin>[_<file name>]
+    if len(team) >= 3 and unicodedata.normalize("NFC", team[0]) in DEFAULT_GROUP:
+        student = name = unicodedata.normalize("NFC", team[0])
+        head, rest = team[:3], team[3] if len(team) == 4 else ""
+    else:
+        info = top.split("_", 4)      # Moodle's own explode('_', $name, 5)
+        if len(info) < 4 or not info[0] or not info[1].isdigit():
+            return None
+        student, name = info[1], info[0]
+        head, rest = info[:4], info[4] if len(info) == 5 else ""
+    plugin = head[-1]
     file_name = PurePosixPath(below).name if below else rest
-    if not plugin or not file_name or (below and rest):
+    if not head[-2].startswith("assignsubmission") or not plugin or not file_name or (below and rest):
         return None
-    reupload = f"{top}/" if below else "_".join(info[:4]) + "_"
-    return Entry(info[1], info[0], file_name, path, reupload=reupload)
+    reupload = f"{top}/" if below else "_".join(head) + "_"
+    return Entry(student, name, file_name, path, reupload=reupload)
+
+
+def default_group(lms: str, student_id: str) -> bool:
+    """Whether a submission of a download is Moodle's default group's: that of the students in no group,
+    named after no student."""
+    return lms == MOODLE and student_id in DEFAULT_GROUP
 
 
 def detect(paths: list[str]) -> str | None:

@@ -6,9 +6,10 @@ to every member.
 A group hands in one submission. Canvas names its file after the member who submitted it (the
 group's representative: `doejane_12345_678_<file>`, one user id for the whole group); Moodle's team
 submissions come as `<group name>_<group id>_assignsubmission_file/` (mod/assign/classes/downloader.php,
-`get_student_prefix`: the group's name with `_` turned into spaces, then `_<group id>`; a student
-in no group hands in under "Default group", without an id). Either way the download names no member
-but one, so the roster says who is in which group. `read` takes any of:
+`get_student_prefix`: the group's name with `_` turned into spaces, then `_<group id>`), and the one
+submission Moodle keeps for all the students in no group as `<default group>_assignsubmission_file/`
+("Default group", "Standard-Gruppe", ... without an id: `autograder.lms.downloads`). Either way the
+download names no member but one, so the roster says who is in which group. `read` takes any of:
 
 - a plain CSV `group,student_id`, one line per member (the ids as grading knows them);
 - Canvas's CSV export of a group set (the API's `GET /api/v1/group_categories/:id/export`, "a csv
@@ -38,13 +39,23 @@ but one, so the roster says who is in which group. `read` takes any of:
   group exports (Groups overview, a report builder "Groups" report) name users by user id, name or
   email, never by participant id.
 
+With the class roster (`--roster`: its students, `roster.names`) `read` also refuses a member of a group
+(or of Moodle's default group) whom the class roster lacks, with the line that names them: their row
+would be graded into grades.csv for a student the LMS does not have.
+
 `Groups.check` places every submission of a class before anything is graded: its id is a member's
 (Canvas's representative, a folder named after a member) or the group's own (a folder named after the
-group, Moodle's group id), or for a Moodle download its name is the group's. A submission that places
-in no group is graded as an individual under its own id, as without a roster (a student in no group,
-or a group the roster lacks: `autograder export` then refuses an id its class list does not have). Every
-problem is named at once: a student in two groups (with both groups), a group without members, a
-group with two submissions (with both).
+group, Moodle's group id), or for a Moodle download its name is the group's. Moodle's default group
+folder is, unless the roster has a group of that name, the submission of the one student the worksheet
+puts in the default group (its Group column says `defaultteam`, in any language of `moodle_strings`):
+graded once, its row given to that student as a group of one (grades.csv's group: the default
+group's name, as the worksheet says). Where the worksheet has several students there, or none (or the
+roster is no worksheet), the download cannot say whose it is: refused, naming its folder and those
+students. A submission that places in no group is graded as an individual under its own id, as without
+a roster (a student in no group, or a group the roster lacks: `autograder export` then refuses an id its
+class list does not have). Every problem is named at once: a student in two groups (with both groups),
+a group without members, a member the class roster lacks; then a group with two submissions (with
+both), a default group folder that names no one student.
 
 `spread` gives every member the group's row; `upload_name` is the name under which a member's
 feedback goes back through the LMS. Moodle: `<name>_<participant id>_assignsubmission_file/`, the
@@ -60,7 +71,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, Collection, TypeVar
 
 from autograder import csvfile
 from autograder.errors import AutograderError
@@ -93,6 +104,8 @@ class Groups:
     path: Path
     groups: dict[str, Group]           # by name
     member_of: dict[str, Group]        # student id -> their group
+    default: Group | None = None       # a Moodle worksheet's students in the default group (`defaultteam`):
+                                       # who the download's default group folder may be; None for another roster
 
     def of(self, submission_id: str, lms: str = "", name: str = "") -> Group | None:
         """The group a submission is the group's submission of, or None: an individual's."""
@@ -106,22 +119,48 @@ class Groups:
                         None)
         return None
 
-    def check(self, submissions: list[tuple[str, str, str]]) -> dict[str, Group]:
-        """`(student id, lms, name)` of every submission -> its group (individuals left out); a group
-        with two submissions is a GroupsError that names both."""
+    def check(self, submissions: list[tuple[str, ...]]) -> dict[str, Group]:
+        """`(student id, lms, name[, where it is in the download])` of every submission -> its group
+        (individuals left out). A GroupsError names every group with two submissions (both of them) and
+        every Moodle default group folder that is no one student's (`_default_group`)."""
         placed: dict[str, Group] = {}
         by_group: dict[str, list[str]] = {}
-        for student, lms, name in submissions:
+        refused: dict[str, str] = {}
+        for student, lms, name, *where in submissions:
             group = self.of(student, lms, name)
+            if group is None and downloads.default_group(lms, student) and student not in refused:
+                group, problem = self._default_group(student, where[0] if where else student)
+                if problem:
+                    refused[student] = problem
             if group is not None:
                 placed[student] = group
                 if student not in by_group.setdefault(group.name, []):
                     by_group[group.name].append(student)
         twice = [f"group {name!r} has {len(found)} submissions, one each from {' and '.join(found)}: "
                  "a group hands in one" for name, found in by_group.items() if len(found) > 1]
-        if twice:
-            raise GroupsError(f"{self.path}:\n" + "\n".join(twice))
+        if twice or refused:
+            raise GroupsError(f"{self.path}:\n" + "\n".join(twice + list(refused.values())))
         return placed
+
+    def _default_group(self, name: str, where: str) -> tuple[Group | None, str]:
+        """Moodle's default group folder `name` (found at `where`): the worksheet's one student in the
+        default group as a group of one, or why the download cannot say whose it is. Moodle keeps one
+        submission for all the students in no group and names none of them in the download
+        (`autograder.lms.downloads`), so with several there, it is refused rather than guessed."""
+        fix = (f"rename its folder to '<full name>_<participant id>_assignsubmission_file' of the student whose "
+               f"work it is, or list the students it is the work of under the group {name!r} in a plain group "
+               "roster (group,student_id)")
+        default = self.default
+        if default is not None and len(default.members) == 1:
+            return default, ""
+        if default is None or not default.members:
+            return None, (f"{where}: Moodle's default group folder ({name!r}: the submission of the students in no "
+                          "group) names no student, and this roster puts no student in the default group (the team "
+                          f"grading worksheet's Group column, {name!r} for them, says who is): {fix}")
+        students = ", ".join(f"{member} (line {line})" for member, line in zip(default.members, default.lines))
+        return None, (f"{where}: Moodle's default group folder ({name!r}) is the one submission Moodle keeps for all "
+                      f"{len(default.members)} students in no group, {students}, and names none of them: which one "
+                      f"handed it in, the download does not say; {fix}")
 
 
 def _moodle_name(name: str) -> str:
@@ -129,10 +168,12 @@ def _moodle_name(name: str) -> str:
     return name.replace("_", " ").strip()
 
 
-def read(path: Path) -> Groups:
-    """The group roster in any of the three layouts (by its header), checked: every problem at once."""
+def read(path: Path, class_list: Collection[str] | None = None, class_path: object = "") -> Groups:
+    """The group roster in any of the three layouts (by its header), checked: every problem at once. With
+    `class_list` (the ids of the class roster `class_path`), a member it lacks is one."""
     columns, lines = csvfile.read_table(path, (), error=GroupsError)
     problems = []
+    default = None
     team = [column for column in columns if column in moodle_strings.GROUP]
     if all(column in columns for column in CANVAS):
         entries = [(line, line["group_name"], line["canvas_user_id"], line["name"],
@@ -144,6 +185,14 @@ def read(path: Path) -> Groups:
         several = [line for line in lines if line[group] in moodle_strings.SEVERAL_GROUPS]
         problems += [f"line {line.number}: {line[identifier]} is in more than one group (Moodle does not say "
                      "which): a student is in one group" for line in several]
+        for line in lines:      # in the default group: who the download's default group folder may be
+            if line[group] in moodle_strings.DEFAULT_GROUP and (student := participant_id(line[identifier])):
+                default = default or Group(line[group])
+                if student not in default.members:
+                    default.members.append(student)
+                    default.lines.append(line.number)
+                    if full_name and line[full_name]:
+                        default.names[student] = line[full_name]
         entries = [(line, "" if line[group] in moodle_strings.NO_GROUP else line[group],
                     participant_id(line[identifier]), line[full_name] if full_name else "", set())
                    for line in lines if line not in several]
@@ -178,11 +227,27 @@ def read(path: Path) -> Groups:
     problems += [f"line{'s' if len(group.lines) > 1 else ''} {', '.join(map(str, group.lines))}: group "
                  f"{group.name!r} has no members"
                  for group in groups.values() if not group.members]
+    if class_list is not None:
+        problems += _not_in_class(member_of, first_line, default, set(class_list), class_path)
     if problems:
         raise GroupsError(f"{path}:\n" + "\n".join(problems))
     if not groups:
         raise GroupsError(f"{path}: no group in it (every student is in none)")
-    return Groups(Path(path), groups, member_of)
+    return Groups(Path(path), groups, member_of, default)
+
+
+def _not_in_class(member_of: dict[str, Group], first_line: dict[str, int], default: Group | None,
+                  class_list: set[str], class_path: object) -> list[str]:
+    """Every member of a group (or of Moodle's default group) whom the class roster lacks, by line."""
+    named = sorted([(first_line[student], student, group.name) for student, group in member_of.items()]
+                   + ([(line, student, default.name) for student, line in zip(default.members, default.lines)]
+                      if default else []))
+    missing = [f"line {line}: student {student} of group {name!r} is not in the class roster {class_path}"
+               for line, student, name in named if student not in class_list]
+    if missing and len(missing) == len(named):
+        missing.append(f"(none of its students is in {class_path}: do both name students alike, by the ids "
+                       "grading knows them by?)")
+    return missing
 
 
 def _worksheet_columns(path: Path, columns: list[str], lines: list[csvfile.Line],
@@ -218,7 +283,8 @@ def upload_name(lms: str, reupload: str, group: Group, member: str) -> str:
     if not reupload:
         return ""
     if lms == downloads.MOODLE:
-        plugin = reupload.split("_", 2)[2]      # "assignsubmission_file/" after "<name>_<id>_"
+        # "assignsubmission_file/" after "<name>_<id>_", or after the default group's "<name>_" (no `_` in a name)
+        plugin = reupload[reupload.index("_assignsubmission") + 1:]
         return f"{_moodle_name(group.names.get(member) or group.name)}_{member}_{plugin}"
     parts = reupload.rstrip("_").split("_")
     user = next(index for index, part in enumerate(parts) if part.isascii() and part.isdigit())

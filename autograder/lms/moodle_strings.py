@@ -7,12 +7,13 @@ mod/assign/gradingtable.php's download names the group column `get_string('submi
 and the name column `get_string('fullname')`, and its `col_team` writes the member's group's name, or
 `defaultteam` (a student in no group, where the assignment lets one hand in without a group),
 `noteamgrader` (in no group, where it does not) or `multipleteamsgrader` (in several groups, where it
-does not), all in the site's language. The strings below are copied from the lang packs as
-download.moodle.org distributes them (assign.php, and moodle.php for `fullname`), mirrored in
-projectestac/moodle-langpacks (updated 2026-06-18, commit 6340d351): every language that mirror holds.
-They are compared as they are (French's have a no-break space, `\u00a0`, before the semicolon). A
-site whose administrator changed one of these strings (Language customisation), or a pack of another
-language, is not recognised.
+does not), all in the site's language. `defaultteam` also names the folder of Moodle's download of a
+team assignment that holds the submission of the students in no group (`autograder.lms.downloads`,
+`DEFAULT_GROUP`). The strings below are copied from the lang packs as download.moodle.org distributes
+them (assign.php, and moodle.php for `fullname`), mirrored in projectestac/moodle-langpacks (updated
+2026-06-18, commit 6340d351): every language that mirror holds. They are compared as they are
+(French's have a no-break space, `\u00a0`, before the semicolon). A site whose administrator changed one
+of these strings (Language customisation), or a pack of another language, is not recognised.
 """
 
 from __future__ import annotations
@@ -100,5 +101,6 @@ TEAM = {
 
 GROUP = {strings.group for strings in TEAM.values()}
 FULL_NAME = {strings.full_name for strings in TEAM.values()}
+DEFAULT_GROUP = {strings.default_group for strings in TEAM.values()}
 NO_GROUP = {value for strings in TEAM.values() for value in (strings.default_group, strings.no_group)}
 SEVERAL_GROUPS = {strings.several_groups for strings in TEAM.values()}
