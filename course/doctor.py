@@ -81,7 +81,8 @@ def driver_diagnosis(log: list[str]) -> str | None:
 
     TensorFlow logs `failed call to cuInit: ... (<code>)` from the file its log line names
     (cuda_platform.cc) when it enumerates GPUs, and `Could not find cuda drivers` from
-    cudart_stub.cc when it loads without a driver."""
+    cudart_stub.cc when the CUDA runtime, libcudart, does not load (its name notwithstanding, it says
+    nothing of the driver: `DsoLoader::GetCudaRuntimeDsoHandle` failed)."""
     for line in log:
         match = CU_INIT_FAILED.search(line)
         if match:
@@ -90,7 +91,8 @@ def driver_diagnosis(log: list[str]) -> str | None:
             meaning = CU_INIT_RESULTS.get(int(code.group(1))) if code else None
             return f"{meaning or 'cuInit failed'} (TensorFlow logged: failed call to cuInit: {status})"
     if any("Could not find cuda drivers" in line for line in log):
-        return "no NVIDIA driver found (TensorFlow logged: Could not find cuda drivers on your machine)"
+        return ("the CUDA runtime (libcudart) did not load: the CUDA wheels of tensorflow[and-cuda] are missing "
+                "or not found (TensorFlow logged: Could not find cuda drivers on your machine)")
     return None
 
 

@@ -188,7 +188,7 @@ def test_doctor_reports_an_import_failure_as_fail():
     ("E0000 00:00:1.0 1 cuda_platform.cc:52] failed call to cuInit: INTERNAL: something new (42)",
      "cuInit failed (TensorFlow logged: failed call to cuInit: INTERNAL: something new (42))"),
     ("I0000 00:00:1.0 1 cudart_stub.cc:31] Could not find cuda drivers on your machine, GPU will not be used.",
-     "no NVIDIA driver found (TensorFlow logged: Could not find"),
+     "the CUDA runtime (libcudart) did not load"),
 ])
 def test_doctor_reads_the_driver_problem_from_tensorflows_log(line, expected):
     log = ["WARNING: All log messages before absl::InitializeLog() is called are written to STDERR", line]
