@@ -120,7 +120,7 @@ def _prediction_plot(dicts: list[tuple[int, dict]]) -> list[str]:
 
 def _pretraining(dicts: list[tuple[int, dict]]) -> list[str]:
     lines = _table(dicts, ["mlm_accuracy", "most_frequent_accuracy", "mlm_loss_per_masked_token",
-                           "unigram_loss_per_masked_token", "nsp_accuracy"])
+                           "unigram_loss_per_masked_token", "nsp_accuracy", "sentiment_rule_accuracy"])
     lines.append("      lesson: each margin > 0 by more than the spread over the seeds; compared: the smallest margin")
     lines.append("      over the seeds with max - min over the seeds of the model's own number (accuracy or loss)")
     value = lambda numbers, key: float(numbers.get(key, math.nan))  # noqa: E731
@@ -132,6 +132,9 @@ def _pretraining(dicts: list[tuple[int, dict]]) -> list[str]:
                               - value(n, "mlm_loss_per_masked_token"),
                               "mlm_loss_per_masked_token"))
     lines.append(_margin_line("NSP acc - 0.5", dicts, lambda n: value(n, "nsp_accuracy") - 0.5,
+                              "nsp_accuracy"))
+    lines.append(_margin_line("same-sentiment rule acc - NSP acc", dicts,
+                              lambda n: value(n, "sentiment_rule_accuracy") - value(n, "nsp_accuracy"),
                               "nsp_accuracy"))
     return lines
 

@@ -37,9 +37,11 @@ per route, their median and min-max over the seeds and the lessons' smallest mar
   (below 1): median, min-max, the largest ratio (the smallest margin) and in how many seeds a model
   was plotted (and which).
 - 03, `pretraining_numbers` (held-out pretraining pairs): MLM accuracy minus the most-frequent-token
-  accuracy, the unigram loss minus the MLM loss per masked token and NSP accuracy minus 0.5, each
-  with its median and min-max, and whether its smallest value over the seeds exceeds the spread
-  (max - min over the seeds) of the model's own number: MLM accuracy, MLM loss, NSP accuracy.
+  accuracy, the unigram loss minus the MLM loss per masked token, NSP accuracy minus 0.5 and the
+  same-sentiment rule's NSP accuracy minus the model's (the rule that says IsNext when A and B come
+  from reviews of the same sentiment: the best any model can do on these reviews), each with its
+  median and min-max, and whether its smallest value over the seeds exceeds the spread (max - min
+  over the seeds) of the model's own number: MLM accuracy, MLM loss, NSP accuracy.
 - 03, `learning_curve_numbers` (held-out accuracy after fine-tuning on n labelled examples, the
   pretrained backbone and the same one from random weights, paired by curve seed): per n, the
   median over the notebook seeds of each seed's median accuracies and paired gain (pretrained minus
@@ -87,7 +89,7 @@ FIT_ON_STRINGS = '''def fine_tune_classifier(preset, train_texts, train_labels, 
     if validation_data is not None:
         validation_data = tf.data.Dataset.from_tensor_slices(
             (list(validation_data[0]), np.asarray(validation_data[1]))).batch(batch_size)
-    history = classifier.fit(dataset, epochs=epochs, validation_data=validation_data, verbose=0)
+    history = classifier.fit(dataset, epochs=epochs, validation_data=validation_data, shuffle=False, verbose=0)
     return classifier, history
 '''
 
