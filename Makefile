@@ -17,7 +17,11 @@ PROFILE ?= ci
 export PATH := $(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: run test test-fast test-gpu gpu-runner release release-check lab student-bundle doctor lock conda-lock clean venv bench bench-training bench-lessons system-packages
+# The class's JupyterHub on this machine (hub/), from hub/class.toml or HUB_SETTINGS; run as root: it
+# makes a Unix user per student and starts each student's server as that user.
+HUB_SETTINGS ?= hub/class.toml
+
+.PHONY: hub run test test-fast test-gpu gpu-runner release release-check lab student-bundle doctor lock conda-lock clean venv bench bench-training bench-lessons system-packages
 
 venv: $(STAMP)
 
@@ -36,6 +40,10 @@ $(STAMP): $(LOCK) pyproject.toml
 	$(BIN)/python -c "from course import kernel; kernel.install()"
 	$(BIN)/python -c "from autograder.nbgrader_setup import kernelspec; kernelspec.install()"
 	@touch $@
+
+hub: $(STAMP)
+	@test -f $(HUB_SETTINGS) || { echo "no $(HUB_SETTINGS): copy hub/class.example.toml to it and fill it in" >&2; exit 2; }
+	COURSE_HUB_SETTINGS=$(abspath $(HUB_SETTINGS)) $(BIN)/jupyterhub -f hub/jupyterhub_config.py
 
 run: $(STAMP)
 	$(BIN)/autograder course-run --profile $(PROFILE)
@@ -108,9 +116,9 @@ COMPILE := $(BIN)/uv pip compile pyproject.toml --python-version 3.11 --python-p
 lock:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet uv
-	$(COMPILE) --extra cpu -o requirements.lock
+	$(COMPILE) --extra cpu --extra hub -o requirements.lock
 	awk '/^[^ ]/ { sub(/ \\$$/, ""); print }' requirements.lock > $(VENV)/constraints.txt
-	$(COMPILE) --extra gpu -c $(VENV)/constraints.txt -o requirements-gpu.lock
+	$(COMPILE) --extra gpu --extra hub -c $(VENV)/constraints.txt -o requirements-gpu.lock
 	$(BIN)/pytest -p no:cacheprovider tests/test_lock.py
 
 # conda-lock.yml for conda users; conda channels must be reachable (they are not on the build machines).

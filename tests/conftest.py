@@ -29,7 +29,7 @@ SPREAD = (
     "tests/test_notebooks.py::test_nbgrader_validate_invert_the_student_version_fails_its_tests[",
 )
 HEAVY_MARKS = ("grading", "browser")
-SLOW_MARKS = ("notebook", "grading", "browser", "kernel", "tensorflow", "cluster")
+SLOW_MARKS = ("notebook", "grading", "browser", "kernel", "tensorflow", "cluster", "hub")
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):

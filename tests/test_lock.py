@@ -177,7 +177,7 @@ def _imported_top_level_names() -> dict[str, str]:
     import sys
 
     sources: dict[str, str] = {}
-    for folder in ("autograder", "course", "tests", "scripts"):
+    for folder in ("autograder", "course", "tests", "scripts", "hub"):
         for path in (ROOT / folder).rglob("*"):
             if path.suffix == ".py" or (path.parent.name == "scripts" and path.is_file() and
                                         path.read_bytes()[:40].startswith(b"#!") and b"python" in path.read_bytes()[:40]):
@@ -197,7 +197,8 @@ def _imported_top_level_names() -> dict[str, str]:
             else:
                 continue
             for name in found:
-                if name not in sys.stdlib_module_names and name not in ("autograder", "course", "tests", "__future__"):
+                if name not in sys.stdlib_module_names and name not in ("autograder", "course", "tests", "course_hub",
+                                                                         "__future__"):
                     names.setdefault(name, where)
     return names
 
@@ -216,6 +217,8 @@ def test_every_imported_third_party_package_is_declared():
     used = set(_imported_top_level_names())
     provided = {_normal(dist) for name in used for dist in providers.get(name, [])}
     tools = {"tensorflow-text", "tensorboard", "papermill", "nbval", "jupyterlab", "ipykernel", "nbconvert",
-             "pytest-xdist", "psycopg2-binary", "uv", "onnxruntime-gpu", "alembic"}  # used as programs or plugins
+             "pytest-xdist", "psycopg2-binary", "uv", "onnxruntime-gpu", "alembic",
+             "configurable-http-proxy", "jupyterhub-idle-culler", "jupyterhub",
+             "jupyterhub-ltiauthenticator"}  # used as programs or plugins (the hub names its authenticator)
     unused = declared - provided - tools
     assert not unused, f"declared but imported nowhere (and not a tool the Makefile or a test runs): {sorted(unused)}"

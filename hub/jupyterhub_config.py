@@ -1,0 +1,99 @@
+# The course's JupyterHub on one machine: `make hub` (or `jupyterhub -f hub/jupyterhub_config.py` with
+# COURSE_HUB_SETTINGS naming the class's TOML file; hub/class.example.toml says what each setting does).
+# What the hub adds through JupyterHub's hooks is in hub/course_hub.py.
+#
+# - Login: LTI 1.3 from the LMS (jupyterhub-ltiauthenticator's LTI13Authenticator, as Canvas and Moodle
+#   launch it), the hub user name the LMS's user id; or, for a class without an LMS, the machine's Unix
+#   accounts (PAM) restricted to a roster file.
+# - Groups: nbgrader's, from the LTI roles: Instructor and TeachingAssistant in formgrade-<course>,
+#   everyone in nbgrader-<course>.
+# - Each user's server runs as a Unix user of their own (LocalProcessSpawner, the hub running as root),
+#   made on first spawn with a home of mode 700: no student reads another's files.
+# - Every server's kernels grow their GPU memory as they need it, within the class's per-student cap.
+# - The idle culler stops servers idle for cull_idle_seconds, which frees their GPU memory.
+# - nbgrader's exchange in the hub's state folder, configured for every server.
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import course_hub  # noqa: E402  (hub/course_hub.py, beside this file)
+
+c = get_config()  # noqa: F821  (JupyterHub's config loader provides it)
+
+settings = course_hub.ClassSettings.read(Path(os.environ.get("COURSE_HUB_SETTINGS", HERE / "class.toml")))
+BIN = Path(sys.executable).parent
+CLOSED = course_hub.closed_folders(Path(sys.executable))
+if CLOSED:  # every server runs this Python as its student: they must be able to reach it
+    raise SystemExit(f"the course's Python ({sys.executable}) is out of other users' reach: {', '.join(map(str, CLOSED))} "
+                     "cannot be entered by others (mode o-x). Install the course where every user can read it "
+                     "(e.g. a checkout in /opt with a system Python), then start the hub again.")
+# The state folder: the hub's own files in hub/ (mode 700: its database, cookie secret, the launches'
+# nonces), which a restart keeps, so users, groups and logins survive it; beside it the exchange and the
+# servers' configuration, which every user reaches (the state folder itself lists nothing: mode 711).
+HUB_STATE = settings.state_dir / "hub"
+HUB_STATE.mkdir(parents=True, exist_ok=True, mode=0o700)
+HUB_STATE.chmod(0o700)
+settings.state_dir.chmod(0o711)
+c.JupyterHub.ip = settings.ip
+c.JupyterHub.port = settings.port
+c.JupyterHub.db_url = f"sqlite:///{HUB_STATE / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(HUB_STATE / "jupyterhub_cookie_secret")
+c.JupyterHub.pid_file = str(HUB_STATE / "jupyterhub.pid")
+c.ConfigurableHTTPProxy.command = [str(BIN / "configurable-http-proxy")]
+c.ConfigurableHTTPProxy.pid_file = str(HUB_STATE / "jupyterhub-proxy.pid")
+
+# Login and groups (the authenticator sets a user's groups at every login: manage_groups)
+c.Authenticator.manage_groups = True
+if settings.lti:
+    c.JupyterHub.authenticator_class = "ltiauthenticator.lti13.auth.LTI13Authenticator"
+    c.LTI13Authenticator.issuer = settings.lti.issuer
+    c.LTI13Authenticator.client_id = [settings.lti.client_id]
+    c.LTI13Authenticator.authorize_url = settings.lti.authorize_url
+    c.LTI13Authenticator.jwks_endpoint = settings.lti.jwks_endpoint
+    c.LTI13Authenticator.username_key = settings.lti.username_key
+    c.LTI13Authenticator.allow_all = True  # the LMS decides who launches: the course's members
+    c.Authenticator.post_auth_hook = course_hub.LaunchRoles(
+        settings, course_hub.NonceStore(HUB_STATE / "lti-nonces.sqlite"))
+else:
+    c.JupyterHub.authenticator_class = "jupyterhub.auth.PAMAuthenticator"
+    c.Authenticator.allowed_users = course_hub.roster_names(settings.roster)
+    c.Authenticator.post_auth_hook = course_hub.roster_groups(settings)
+c.Authenticator.admin_users = set(settings.instructors)
+
+c.JupyterHub.load_roles = [
+    {"name": "idle-culler", "services": ["idle-culler"],
+     "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]},
+]
+c.JupyterHub.services = [
+    {"name": "idle-culler",
+     "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={settings.cull_idle_seconds}"]},
+]
+
+# Each user's server: their own Unix user, JupyterLab, the course's environment and kernels
+c.Spawner.pre_spawn_hook = course_hub.pre_spawn
+c.Spawner.cmd = [str(BIN / "jupyterhub-singleuser")]
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~"
+c.Spawner.environment = {
+    "PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin",
+    "JUPYTER_CONFIG_PATH": str(settings.jupyter_config),
+    "TF_FORCE_GPU_ALLOW_GROWTH": "true",
+    **({"COURSE_GPU_MEMORY_LIMIT_MB": str(settings.gpu_memory_mb)} if settings.gpu_memory_mb else {}),
+}
+if settings.mem_limit:
+    c.Spawner.mem_limit = settings.mem_limit  # enforced only by spawners that can (not LocalProcessSpawner)
+if settings.cpu_limit:
+    c.Spawner.cpu_limit = settings.cpu_limit
+
+# nbgrader's exchange: one folder every user can write into (nbgrader's own setup, ugo+rwx, sticky so
+# that no one removes another's files), and a configuration every server reads.
+settings.exchange.mkdir(parents=True, exist_ok=True)
+settings.exchange.chmod(0o1777)
+settings.jupyter_config.mkdir(exist_ok=True)
+settings.jupyter_config.chmod(0o755)
+(settings.jupyter_config / "nbgrader_config.py").write_text(
+    "c = get_config()  # noqa: F821\n"
+    f"c.CourseDirectory.course_id = {settings.course_id!r}\n"
+    f"c.Exchange.root = {str(settings.exchange)!r}\n", encoding="utf-8")
