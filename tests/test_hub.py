@@ -81,10 +81,15 @@ c.JupyterHub.services.append({{"name": "test-admin", "api_token": {self.token!r}
 c.JupyterHub.load_roles.append({{"name": "test-admin", "services": ["test-admin"],
     "scopes": ["admin:users", "admin:servers", "access:servers", "groups", "read:users"]}})
 """, encoding="utf-8")
+        self.folder, self.config, self.settings = folder, config, settings
         self.log = folder / "hub.log"
-        environment = {**os.environ, "COURSE_HUB_SETTINGS": str(settings)}
-        self.process = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(config)], cwd=folder, env=environment,
-                                        stdout=self.log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+        self.start()
+
+    def start(self) -> None:
+        environment = {**os.environ, "COURSE_HUB_SETTINGS": str(self.settings)}
+        self.process = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(self.config)], cwd=self.folder,
+                                        env=environment, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
+                                        start_new_session=True)
         self.wait(lambda: requests.get(self.url + "/hub/api/", timeout=5).status_code == 200, "the hub to answer", 60)
 
     def wait(self, fact, what: str, seconds: float) -> None:
@@ -111,6 +116,9 @@ c.JupyterHub.load_roles.append({{"name": "test-admin", "services": ["test-admin"
         return answer.json() if answer.status_code == 200 else None
 
     def spawn(self, name: str) -> None:
+        """`name`'s server started (or already running) and ready."""
+        if (self.user(name) or {}).get("servers", {}).get("", {}).get("ready"):
+            return
         answer = self.api("POST", f"/users/{name}/server")
         assert answer.status_code in (201, 202), f"spawn {name}: {answer.status_code} {answer.text}"
         self.wait(lambda: (self.user(name) or {}).get("servers", {}).get("", {}).get("ready"), f"{name}'s server", 90)
@@ -236,3 +244,17 @@ def test_servers_read_nbgrader_exchange_configuration_from_the_state_folder(hub,
     assert oct((hub.state / "hub").stat().st_mode & 0o777) == oct(0o700), "the hub's database must be private"
     listed = subprocess.run(["runuser", "-u", ANN, "--", "ls", str(hub.state / "hub")], capture_output=True, text=True)
     assert listed.returncode != 0, "a student could list the hub's own state"
+
+
+def test_a_restarted_hub_keeps_its_users_their_groups_and_their_work(hub, launched):
+    hub.spawn(ANN)
+    saved = hub.server(ANN, "PUT", "/api/contents/work.txt", json={"type": "file", "format": "text", "content": "x = 1"})
+    assert saved.status_code in (200, 201), saved.text
+    before = {user: sorted(hub.user(user)["groups"]) for user in USERS}
+    hub.stop()
+    hub.start()
+    assert not hub.user(ANN)["servers"], "the servers stop with the hub (JupyterHub's cleanup_servers)"
+    assert {user: sorted(hub.user(user)["groups"]) for user in USERS} == before
+    hub.spawn(ANN)
+    read = hub.server(ANN, "GET", "/api/contents/work.txt")
+    assert read.status_code == 200 and read.json()["content"] == "x = 1", read.text[:300]
