@@ -231,8 +231,17 @@ def test_each_student_server_runs_as_their_own_unix_user_and_cannot_read_another
     by_path = subprocess.run(["runuser", "-u", BEN, "--", "cat", str(secret)], capture_output=True, text=True)
     assert by_path.returncode != 0 and "Permission denied" in by_path.stderr, (by_path.returncode, by_path.stderr)
     # the server's environment: memory growth on, the class's GPU memory cap, nbgrader's exchange configuration
-    started = hub.server(ANN, "GET", "/api/status")
-    assert started.status_code == 200
+    import psutil
+
+    uid = pwd.getpwnam(ANN).pw_uid
+    servers = [process for process in psutil.process_iter(["uids", "cmdline"])
+               if process.info["uids"] and process.info["uids"].real == uid
+               and any("jupyterhub-singleuser" in part for part in process.info["cmdline"] or [])]
+    assert servers, "no jupyterhub-singleuser process runs as ann"
+    environment = servers[0].environ()
+    assert environment.get("TF_FORCE_GPU_ALLOW_GROWTH") == "true"
+    assert environment.get("COURSE_GPU_MEMORY_LIMIT_MB") == "2048"
+    assert environment.get("JUPYTER_CONFIG_PATH") == str(hub.state / "jupyter-config")
 
 
 def test_servers_read_nbgrader_exchange_configuration_from_the_state_folder(hub, launched):
