@@ -6,6 +6,9 @@
                                           folder it unpacks to (autograder.lms.downloads: the names
                                           give the student id, Canvas's LATE marker and the name under
                                           which feedback goes back)
+    <course>/submitted                    what `nbgrader collect <assignment>` gathered from the exchange:
+                                          <student_id>/<assignment_id>/<notebook>.ipynb and timestamp.txt
+                                          (autograder.lms.exchange)
 
 Each student becomes a `Submission`: either a notebook to grade (read into memory) or a rejection
 with the reason, so the rest of the class is still graded. A file of an LMS download whose name follows
@@ -13,22 +16,32 @@ none of the LMS's rules becomes a rejection of its own: nothing is dropped. Mood
 folder (a team assignment's students in no group) is read under the default group's name: only the
 group roster says whose it is (`autograder.lms.groups`); graded without one it is a rejection
 (`without_group_roster`).
+
+nbgrader's submitted folder is read for one assignment (`assignment_id`): a student's folder of another
+assignment is not looked at, and a student without the assignment's folder has not handed it in (no
+Submission). Its `timestamp.txt` is the submission's time (`submitted_at`, for the late penalty); one that
+gives no time leaves the time empty and says why (`time_problem`), the notebook graded all the same. A
+file where nbgrader puts a student's folder becomes a rejection of its own.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import re
 import zipfile
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
 import nbformat
 
 from autograder.errors import AutograderError
-from autograder.lms import downloads
+from autograder.lms import downloads, exchange
+
+log = logging.getLogger(__name__)
 
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
 MAX_ZIP_ENTRIES = 1000             # in one student's zip
@@ -49,6 +62,8 @@ class Submission:
     name: str = ""              # the student's name as the LMS wrote it
     late_marked: bool = False   # the LMS marked it late (Canvas's LATE)
     reupload: str = ""          # the start of a feedback file's name that the LMS takes back to this student
+    submitted_at: datetime | None = None   # nbgrader's timestamp.txt, in UTC, when it came from `nbgrader collect`
+    time_problem: str = ""      # why its timestamp.txt gave no time; the notebook is graded all the same
 
     @property
     def ok(self) -> bool:
@@ -59,8 +74,9 @@ class Submission:
         return hashlib.sha256(self.notebook_bytes or b"").hexdigest()
 
 
-def read_class(submissions: Path, notebook_name: str) -> list[Submission]:
-    """Every student in `submissions` (a folder, or an LMS download's zip), in the order of their entries."""
+def read_class(submissions: Path, notebook_name: str, assignment_id: str = "") -> list[Submission]:
+    """Every student in `submissions` (a folder, or an LMS download's zip), in the order of their entries;
+    in nbgrader's submitted folder, those who handed in `assignment_id`."""
     if submissions.is_file() and submissions.suffix.lower() == ".zip":
         return _from_download_zip(submissions, notebook_name)
     if not submissions.is_dir():
@@ -69,6 +85,11 @@ def read_class(submissions: Path, notebook_name: str) -> list[Submission]:
     lms = downloads.detect(list(files))
     if lms:
         return _from_download(lms, files, notebook_name, origin="")
+    if collected(submissions):
+        if not assignment_id:
+            raise IntakeError(f"{submissions} is what nbgrader collect gathered ({exchange.COLLECTED_RULE}): "
+                              "it is read for one assignment, and none was given")
+        return _from_collected(submissions, notebook_name, assignment_id)
     found = []
     for entry in sorted(submissions.iterdir(), key=lambda path: path.name):
         if entry.name.startswith("."):
@@ -103,15 +124,15 @@ def _pick(names: list[str], notebook_name: str) -> tuple[str | None, str]:
     return None, f"several candidates for {notebook_name}: {', '.join(sorted(candidates))}"
 
 
-def _from_folder(folder: Path, notebook_name: str) -> Submission:
-    student_id = folder.name
+def _from_folder(folder: Path, notebook_name: str, student_id: str = "", origin: str = "") -> Submission:
+    student_id, origin = student_id or folder.name, origin or folder.name
     files = {path.relative_to(folder).as_posix(): path for path in folder.rglob("*.ipynb")
              if ".ipynb_checkpoints" not in path.parts}
     chosen, problem = _pick(sorted(files), notebook_name)
     if not chosen:
-        return Submission(student_id, folder.name, problem=problem)
+        return Submission(student_id, origin, problem=problem)
     path = files[chosen]
-    origin = f"{folder.name}/{chosen}"
+    origin = f"{origin}/{chosen}"
     if path.is_symlink():
         return Submission(student_id, origin, problem="the notebook is a symbolic link: not followed")
     if path.stat().st_size > MAX_NOTEBOOK_BYTES:
@@ -227,6 +248,56 @@ def _from_entries(lms: str, student_id: str, entries: list[downloads.Entry], fil
         found = _validated(student_id, origin + entry.path, files[entry.path].read())
     return replace(found, lms=lms, name=entries[0].name, late_marked=any(one.late for one in entries),
                    reupload=entry.reupload)
+
+
+def collected(folder: Path) -> bool:
+    """Whether `folder` is nbgrader's submitted folder: some student's folder holds an assignment's folder
+    with the timestamp.txt that `nbgrader submit` writes and `nbgrader collect` copies."""
+    return any(not student.name.startswith(".") and student.is_dir() and not student.is_symlink()
+               and any((assignment / exchange.TIMESTAMP_FILE).is_file() for assignment in student.iterdir()
+                       if assignment.is_dir() and not assignment.is_symlink())
+               for student in folder.iterdir())
+
+
+def _from_collected(submissions: Path, notebook_name: str, assignment_id: str) -> list[Submission]:
+    """nbgrader's submitted folder: a Submission per student with a folder for `assignment_id`, a rejection
+    per entry that is no student's folder."""
+    found = []
+    for entry in sorted(submissions.iterdir(), key=lambda path: path.name):
+        folder, origin = entry / assignment_id, f"{entry.name}/{assignment_id}"
+        if entry.name.startswith("."):
+            continue
+        if entry.is_symlink() or not entry.is_dir():
+            kind = "a symbolic link (not followed)" if entry.is_symlink() else "a file"
+            found.append(Submission(entry.name, entry.name, problem=(
+                f"{entry.name} is {kind}, not a student's folder as nbgrader collect writes them "
+                f"({exchange.COLLECTED_RULE})")))
+        elif folder.is_symlink():
+            found.append(Submission(entry.name, origin, problem="is a symbolic link: not followed"))
+        elif folder.is_dir():
+            submission = _from_folder(folder, notebook_name, entry.name, origin)
+            found.append(replace(submission, **_collected_time(folder / exchange.TIMESTAMP_FILE,
+                                                               f"{origin}/{exchange.TIMESTAMP_FILE}")))
+        elif folder.exists():
+            found.append(Submission(entry.name, origin, problem=f"{origin} is a file, not the assignment's folder"))
+    return found
+
+
+def _collected_time(path: Path, origin: str) -> dict:
+    """`submitted_at` from the timestamp.txt at `path`, or `time_problem` (logged) when it gives no time."""
+    try:
+        if path.is_symlink():
+            raise exchange.TimestampProblem("is a symbolic link: not followed")
+        if not path.is_file():
+            raise exchange.TimestampProblem("is missing (nbgrader submit always writes one)")
+        if path.stat().st_size > exchange.MAX_TIMESTAMP_BYTES:
+            raise exchange.TimestampProblem(f"is larger than {exchange.MAX_TIMESTAMP_BYTES} bytes: not a time")
+        return {"submitted_at": exchange.timestamp(path.read_bytes().decode("utf-8"))}
+    except (exchange.TimestampProblem, UnicodeDecodeError, OSError) as error:
+        reason = (f"{origin}: {'is not UTF-8 text' if isinstance(error, UnicodeDecodeError) else error}: "
+                  "no submission time (on time, unless --submitted-at gives one)")
+        log.warning("%s", reason)
+        return {"time_problem": reason}
 
 
 def without_group_roster(submissions: list[Submission]) -> list[Submission]:

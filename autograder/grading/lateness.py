@@ -11,8 +11,10 @@ The term file (TOML, the instructor edits it; `term.toml` at the course root by 
     cap_percent = 50                        # per_day: never more than this share
 
 Extensions (CSV: `student_id,assignment,due`, a new due date for one student) and submission times
-(CSV: `student_id,submitted_at`) are files of their own. A submission without a time is on time,
-unless the LMS's download marked it late (Canvas's LATE): then it is charged as late by one started day.
+(CSV: `student_id,submitted_at`) are files of their own; a submission that `nbgrader collect` gathered
+brings its own time (its timestamp.txt: `add_collected_times`), which a line of the times file replaces.
+A submission without a time is on time, unless the LMS's download marked it late (Canvas's LATE): then
+it is charged as late by one started day.
 Every problem (a malformed date, a date without an offset, an unknown student or assignment, a
 student twice) is reported with its file and line, all at once, before anything is graded.
 """
@@ -141,6 +143,13 @@ def add_times(term: Term, path: Path, students: set[str]) -> None:
         return term.submitted[student]
 
     csvfile.parse(path, ("student_id", "submitted_at"), submitted, error=TermError)
+
+
+def add_collected_times(term: Term, times: dict[str, datetime]) -> None:
+    """The times nbgrader's exchange recorded (intake reads each timestamp.txt), for every student the
+    times file (`add_times`) gives none: the instructor's line is the correction of a recorded time."""
+    for student, at in times.items():
+        term.submitted.setdefault(student, at)
 
 
 def _time(line: csvfile.Line, column: str) -> datetime:

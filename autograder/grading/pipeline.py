@@ -179,7 +179,7 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
     run.root.mkdir(parents=True, exist_ok=True)
     key = settings.key()
     notebooks = {path.name: _Notebook(path, cell_points(nbformat.read(path, as_version=4)),
-                                      intake.read_class(submissions, path.name),
+                                      intake.read_class(submissions, path.name, assignment_id),
                                       Cache(run.rows_of(path.name), path.read_bytes(), key))
                  for path in paths}
     class_list = roster.names(Path(settings.roster)) if settings.roster else None
@@ -193,6 +193,9 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
     students = {submission.student_id for notebook in notebooks.values() for submission in notebook.students}
     submission_of = {member: student for student, group in placed.items() for member in group.members}
     term = _term(settings, assignment_id, students | set(submission_of), submission_of)
+    lateness.add_collected_times(term, {submission.student_id: submission.submitted_at
+                                        for notebook in notebooks.values() for submission in notebook.students
+                                        if submission.submitted_at})
     term.marked_late = {submission.student_id for notebook in notebooks.values()
                         for submission in notebook.students if submission.late_marked}
     names = {submission.student_id: submission.name for notebook in notebooks.values()

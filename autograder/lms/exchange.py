@@ -1,0 +1,87 @@
+"""What `nbgrader collect <assignment>` leaves in the course directory, read by the rules nbgrader's own code
+follows (nbgrader 0.9.6, the version the course installs; line numbers of its files there).
+
+Students on JupyterHub hand in through nbgrader's exchange: `nbgrader submit` (exchange/default/submit.py)
+copies the student's assignment folder to `<exchange>/<course>/inbound/<student_id>+<assignment_id>+
+<timestamp>+<random>` (lines 59-62, 138) and writes the time into it as `timestamp.txt` (lines 139-140,
+beside a `submission_secret.txt`). `nbgrader collect` (exchange/default/collect.py) takes, per student, the
+newest of those folders (lines 57-68; `--before-duedate`: the newest before the gradebook's due date,
+lines 69-77) and copies it whole to `format_path(submitted_directory, student_id, assignment_id)` (line
+110), by default (coursedir.py lines 109-110, 157-158):
+
+    submitted/<student_id>/<assignment_id>/<notebook>.ipynb
+    submitted/<student_id>/<assignment_id>/timestamp.txt        2027-01-15 22:59:00.123456 UTC
+
+A student's later resubmission replaces the collected folder only under `nbgrader collect --update`
+(lines 116-135: the old folder is removed and the newer copied); without it the first collected stays.
+Other assignments collected before sit beside it as `submitted/<student_id>/<other assignment>/`.
+
+The time is `datetime.now(gettz(Exchange.timezone)).strftime(Exchange.timestamp_format)` (exchange/abc/
+exchange.py lines 29-37, 60-65), by default `"%Y-%m-%d %H:%M:%S.%f %Z"` in `"UTC"`. nbgrader reads it back
+with `parse_utc` (utils.py lines 190-208, through coursedir.py `get_existing_timestamp`, lines 324-340):
+a last word after the date and time is a zone name for `dateutil.tz.gettz` or a number. Here a zone
+name is looked up in the same tz database (`zoneinfo`: `UTC`, `CET`, `Europe/Berlin`). Two of nbgrader's
+readings are wrong, so they are refused here rather than followed: a zone name `gettz` does not know
+(`%Z` writes `CEST`, `EDT`, `PDT` in summer) leaves the time without a zone, which nbgrader then takes
+as UTC, and a number (`%z`: `+0200`) becomes an offset of that many seconds. A time without any zone is
+refused as the term file refuses one.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from autograder.errors import AutograderError
+
+SUBMITTED = "submitted"             # CourseDirectory.submitted_directory's default
+TIMESTAMP_FILE = "timestamp.txt"
+MAX_TIMESTAMP_BYTES = 1024
+COLLECTED_RULE = "<student_id>/<assignment_id>/<notebook>.ipynb with <student_id>/<assignment_id>/timestamp.txt"
+
+_ZONE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+\-]*(?:/[A-Za-z0-9_+\-]+)*")   # no `.`: never a path out of TZPATH
+_OFFSET = re.compile(r"[+-]\d{2}:?\d{2}")
+
+
+class TimestampProblem(AutograderError):
+    """A timestamp.txt that gives no time: the message says why (intake keeps the notebook, without a time)."""
+
+
+def timestamp(text: str) -> datetime:
+    """The time of a `timestamp.txt`, in UTC: nbgrader's default `2027-01-15 22:59:00.123456 UTC` (or any
+    zone name nbgrader resolves, `2027-01-15 23:59:00.000000 CET`), a numeric offset after the time, or
+    ISO 8601 with an offset (a `timestamp_format` such as `%Y-%m-%dT%H:%M:%S%z`)."""
+    text = text.strip()
+    if not text:
+        raise TimestampProblem("is empty")
+    if len(text) > 100:
+        raise TimestampProblem(f"holds {len(text)} characters, not a time")
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        moment = _with_zone(text)
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise TimestampProblem(f"{text!r} has no time zone")
+    return moment.astimezone(timezone.utc)
+
+
+def _with_zone(text: str) -> datetime:
+    when, _, zone = text.rpartition(" ")
+    try:
+        local = datetime.fromisoformat(when)
+    except ValueError:
+        raise TimestampProblem(f"{text!r} is not a time nbgrader writes (e.g. 2027-01-15 22:59:00.123456 UTC)") from None
+    if local.tzinfo is not None:
+        raise TimestampProblem(f"{text!r} has two time zones")
+    if _OFFSET.fullmatch(zone):
+        return datetime.fromisoformat(f"{when}{zone}")
+    try:
+        zone_info = ZoneInfo(zone) if _ZONE_NAME.fullmatch(zone) else None
+    except (ZoneInfoNotFoundError, ValueError):
+        zone_info = None
+    if zone_info is None:
+        raise TimestampProblem(f"{text!r}: {zone!r} is not a time zone of the tz database (e.g. UTC, CET, "
+                               "Europe/Berlin)")
+    return local.replace(tzinfo=zone_info)
