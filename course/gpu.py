@@ -9,13 +9,17 @@ GPU-only cells skip with a printed reason on a CPU machine and fail hard under t
 On a machine without a GPU this prints "Skipped (no GPU visible to TensorFlow): a GPU is needed
 to ..." and returns False; with `require=True` it raises `GPURequiredError` instead, so the GPU
 runner cannot pass by skipping (and `skipped_cells` finds any cell that did). The module also holds
-the gpu profile's environment (memory growth) and `exact_float32` for tolerance tests.
+the gpu profile's environment (memory growth), the per-student GPU memory cap the course kernel
+applies (`MEMORY_LIMIT_VARIABLE`, `memory_limit_mb`, `limit_memory`) and `exact_float32` for
+tolerance tests.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+from collections.abc import Mapping
 
 from course.environment import restored_environment
 
@@ -26,6 +30,43 @@ from course.environment import restored_environment
 # so ONNX Runtime's CUDA provider in the same kernel, 04's auto-clustering subprocess and a second
 # grading kernel on the same GPU still find memory.
 PROFILE_ENVIRONMENT = {"gpu": {"TF_FORCE_GPU_ALLOW_GROWTH": "true"}}
+
+
+# Where many students share one GPU (a JupyterHub), each course kernel may get a cap on the GPU memory
+# TensorFlow gives it, in MB (2**20 bytes, TensorFlow's unit): the hub sets this variable in every
+# server's environment, the kernel inherits it, and `course.kernel` applies it when the kernel first
+# imports TensorFlow. Memory growth stays on (TF_FORCE_GPU_ALLOW_GROWTH): the kernel takes memory as
+# it needs it, up to the cap.
+MEMORY_LIMIT_VARIABLE = "COURSE_GPU_MEMORY_LIMIT_MB"
+
+
+def memory_limit_mb(environ: Mapping[str, str] | None = None) -> int | None:
+    """The GPU memory cap in MB that `MEMORY_LIMIT_VARIABLE` asks for; None when it is unset or empty.
+    ValueError, saying what is wrong, when it is not a positive whole number."""
+    raw = (os.environ if environ is None else environ).get(MEMORY_LIMIT_VARIABLE, "")
+    value = raw.strip()
+    if not value:
+        return None
+    if not re.fullmatch(r"[0-9]+", value) or int(value) == 0:
+        raise ValueError(f"{MEMORY_LIMIT_VARIABLE}={raw!r} is not a positive whole number of MB (e.g. 4096)")
+    return int(value)
+
+
+def limit_memory(tf, limit_mb: int) -> list:
+    """Give every physical GPU TensorFlow sees one logical device of at most `limit_mb` MB, before
+    TensorFlow initializes its devices; return those GPUs. Without a GPU: nothing, and no output.
+
+    A logical device configuration and memory growth set through tf.config exclude each other:
+    `Context.set_memory_growth` raises "Cannot set memory growth on device when virtual devices
+    configured", and `Context._compute_device_options` leaves allow_growth out of GPUOptions once a
+    device has a configuration (tensorflow/python/eager/context.py, 2.21). TF_FORCE_GPU_ALLOW_GROWTH
+    still holds: GPUBFCAllocator reads it for every allocator, the capped one included
+    (tensorflow/core/common_runtime/gpu/gpu_bfc_allocator.cc), so the kernel grows up to the cap."""
+    gpus = tf.config.list_physical_devices("GPU")
+    for device in gpus:
+        tf.config.set_logical_device_configuration(
+            device, [tf.config.LogicalDeviceConfiguration(memory_limit=limit_mb)])
+    return gpus
 
 
 def environment(profile: str) -> dict[str, str]:
