@@ -21,7 +21,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # makes a Unix user per student and starts each student's server as that user.
 HUB_SETTINGS ?= hub/class.toml
 
-.PHONY: hub run test test-fast test-gpu gpu-runner release release-check lab student-bundle doctor lock conda-lock clean venv bench bench-training bench-lessons system-packages
+.PHONY: hub run test test-fast test-gpu gpu-runner release release-check lab student-bundle doctor lock conda-lock clean venv bench bench-training bench-lessons bench-hub system-packages
 
 venv: $(STAMP)
 
@@ -145,3 +145,8 @@ bench-training: $(STAMP)
 # written, no profile injected), 5 seeds, reference solutions only.
 bench-lessons: $(STAMP)
 	$(BIN)/python -m tests.benchmarks.training --profile default --seeds 5 --reference-only
+
+# Benchmark, not a test (as root): LTI launch to a kernel with TensorFlow imported, for 1 and 10 students
+# at once, and the memory of an idle server and of a kernel after `import tensorflow`.
+bench-hub: $(STAMP)
+	$(BIN)/python -m tests.benchmarks.hub --students 1 10

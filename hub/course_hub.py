@@ -177,11 +177,12 @@ def roster_groups(settings: ClassSettings):
 
 def closed_folders(path: Path) -> list[Path]:
     """The folders on the way to `path` (itself resolved through its links) that other users cannot
-    enter (no search permission for others): a server started as a student cannot run a program there."""
+    enter (no search permission for others): a server started as a student cannot run a program there.
+    Folders not made yet are left out (the hub makes its own with the modes it needs)."""
     closed, seen = [], set()
     for target in (path, path.resolve()):
         for folder in reversed(target.parents):
-            if folder not in seen and not folder.stat().st_mode & 0o001:
+            if folder not in seen and folder.exists() and not folder.stat().st_mode & 0o001:
                 closed.append(folder)
             seen.add(folder)
     return closed

@@ -29,6 +29,11 @@ if CLOSED:  # every server runs this Python as its student: they must be able to
     raise SystemExit(f"the course's Python ({sys.executable}) is out of other users' reach: {', '.join(map(str, CLOSED))} "
                      "cannot be entered by others (mode o-x). Install the course where every user can read it "
                      "(e.g. a checkout in /opt with a system Python), then start the hub again.")
+CLOSED = course_hub.closed_folders(settings.state_dir / "exchange")
+if CLOSED:  # every server reads its nbgrader configuration there and writes into the exchange
+    raise SystemExit(f"the state folder {settings.state_dir} is out of other users' reach: {', '.join(map(str, CLOSED))} "
+                     "cannot be entered by others (mode o-x). Choose a state_dir every user can enter (e.g. /srv/...).")
+
 # The state folder: the hub's own files in hub/ (mode 700: its database, cookie secret, the launches'
 # nonces), which a restart keeps, so users, groups and logins survive it; beside it the exchange and the
 # servers' configuration, which every user reaches (the state folder itself lists nothing: mode 711).

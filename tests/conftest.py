@@ -10,7 +10,7 @@ fast test that imports TensorFlow fails (`tensorflow_stays_out`): mark it `tenso
 - The tests in `SPREAD` are units of their own: each grades or validates one whole assignment and
   shares nothing with its neighbours, so spread over the workers they no longer queue behind each
   other on one worker (together they are a third of the suite's time).
-- Heavy units are handed out first (tests marked `grading` or `browser`, nbval's notebooks, and the
+- Heavy units are handed out first (tests marked `grading`, `browser` or `hub`, nbval's notebooks, and the
   spread ones), so what runs last is short and no worker idles while another finishes a long tail.
 
 (pytest-xdist's own `--dist loadgroup` would express the first two with marks, but with pytest 9
@@ -28,7 +28,7 @@ SPREAD = (
     "tests/test_assignment_grading.py::",
     "tests/test_notebooks.py::test_nbgrader_validate_invert_the_student_version_fails_its_tests[",
 )
-HEAVY_MARKS = ("grading", "browser")
+HEAVY_MARKS = ("grading", "browser", "hub")
 SLOW_MARKS = ("notebook", "grading", "browser", "kernel", "tensorflow", "cluster", "hub")
 
 

@@ -10,130 +10,29 @@ skip and say why. Every Unix user the test makes is removed at the end.
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 import pwd
-import secrets
-import socket
+import shutil
 import subprocess
-import sys
-import time
 from pathlib import Path
 
+import nbformat
 import pytest
-import requests
 
+from tests import notebooks
+from tests.hub_server import BIN, ROOT, Hub, as_user, hub_folder, reachable_python, remove_unix_users
 from tests.lti_platform import Launch, Platform, new_key
+from tests.test_any_assignment import part
 
 pytestmark = [pytest.mark.hub,
               pytest.mark.skipif(os.geteuid() != 0, reason="the hub makes Unix users and runs servers as them: needs root")]
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
-COURSE = "tf-hubtest"
+COURSE, ASSIGNMENT = "tf-internals", "ps1"  # the course's nbgrader course id (autograder/nbgrader_setup/config.py)
 # LMS user ids (Canvas's numeric ids, as the LMS sends them): the hub's user names and Unix users
 INSTRUCTOR, ASSISTANT, ANN, BEN = "7310001", "7310002", "7310003", "7310004"
 USERS = (INSTRUCTOR, ASSISTANT, ANN, BEN)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def remove_unix_users() -> None:
-    for name in USERS:
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            continue
-        subprocess.run(["pkill", "-KILL", "-u", name], check=False)
-        subprocess.run(["userdel", "--remove", name], check=False, capture_output=True)
-
-
-class Hub:
-    def __init__(self, folder: Path, platform: Platform):
-        self.port, self.token = free_port(), secrets.token_hex(24)
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.state = folder / "state"
-        settings = folder / "class.toml"
-        settings.write_text(f"""
-course_id = "{COURSE}"
-state_dir = "state"
-ip = "127.0.0.1"
-port = {self.port}
-instructors = ["{INSTRUCTOR}"]
-gpu_memory_mb = 2048
-[lti]
-issuer = "{platform.issuer}"
-client_id = "{platform.client_id}"
-authorize_url = "{platform.authorize_url}"
-jwks_endpoint = "{platform.jwks_endpoint}"
-username_key = "custom_canvas_user_id"
-""", encoding="utf-8")
-        config = folder / "test_config.py"
-        config.write_text(f"""
-c = get_config()
-load_subconfig({str(ROOT / "hub" / "jupyterhub_config.py")!r})
-c.JupyterHub.hub_port = {free_port()}
-c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{free_port()}"
-c.JupyterHub.services.append({{"name": "test-admin", "api_token": {self.token!r}}})
-c.JupyterHub.load_roles.append({{"name": "test-admin", "services": ["test-admin"],
-    "scopes": ["admin:users", "admin:servers", "access:servers", "groups", "read:users"]}})
-""", encoding="utf-8")
-        self.folder, self.config, self.settings = folder, config, settings
-        self.log = folder / "hub.log"
-        self.start()
-
-    def start(self) -> None:
-        environment = {**os.environ, "COURSE_HUB_SETTINGS": str(self.settings)}
-        self.process = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(self.config)], cwd=self.folder,
-                                        env=environment, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
-                                        start_new_session=True)
-        self.wait(lambda: requests.get(self.url + "/hub/api/", timeout=5).status_code == 200, "the hub to answer", 60)
-
-    def wait(self, fact, what: str, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while True:
-            if self.process.poll() is not None:
-                raise AssertionError(f"the hub exited ({self.process.returncode}) while waiting for {what}:\n"
-                                     + self.log.read_text(errors="replace")[-3000:])
-            try:
-                if fact():
-                    return
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"gave up waiting for {what}:\n" + self.log.read_text(errors="replace")[-3000:])
-            time.sleep(0.2)
-
-    def api(self, method: str, path: str, **kwargs) -> requests.Response:
-        return requests.request(method, self.url + "/hub/api" + path, timeout=30,
-                                headers={"Authorization": f"token {self.token}"}, **kwargs)
-
-    def user(self, name: str) -> dict | None:
-        answer = self.api("GET", f"/users/{name}")
-        return answer.json() if answer.status_code == 200 else None
-
-    def spawn(self, name: str) -> None:
-        """`name`'s server started (or already running) and ready."""
-        if (self.user(name) or {}).get("servers", {}).get("", {}).get("ready"):
-            return
-        answer = self.api("POST", f"/users/{name}/server")
-        assert answer.status_code in (201, 202), f"spawn {name}: {answer.status_code} {answer.text}"
-        self.wait(lambda: (self.user(name) or {}).get("servers", {}).get("", {}).get("ready"), f"{name}'s server", 90)
-
-    def server(self, name: str, method: str, path: str, **kwargs) -> requests.Response:
-        return requests.request(method, f"{self.url}/user/{name}{path}", timeout=30,
-                                headers={"Authorization": f"token {self.token}"}, **kwargs)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, 9)
-            self.process.wait()
 
 
 @pytest.fixture(scope="module")
@@ -144,30 +43,15 @@ def platform():
 
 
 @pytest.fixture(scope="module")
-def reachable_python():
-    """The students' servers run this Python: where a folder on its way is closed to other users (a
-    pyenv Python under /root, mode 700, as on the machines the tests run on), open it for the module's
-    duration, search permission only (o+x: no listing), and close it again. The hub itself refuses to
-    start with a closed folder (hub/jupyterhub_config.py), which the last test checks."""
-    sys.path.insert(0, str(ROOT / "hub"))
-    import course_hub
-
-    closed = course_hub.closed_folders(Path(sys.executable))
-    modes = {folder: folder.stat().st_mode & 0o7777 for folder in closed}
-    for folder, mode in modes.items():
-        folder.chmod(mode | 0o001)
-    yield closed
-    for folder, mode in modes.items():
-        folder.chmod(mode)
-
-
-@pytest.fixture(scope="module")
-def hub(platform, tmp_path_factory, reachable_python):
-    remove_unix_users()
-    running = Hub(tmp_path_factory.mktemp("hub"), platform)
-    yield running
-    running.stop()
-    remove_unix_users()
+def hub(platform):
+    remove_unix_users(USERS)
+    with reachable_python(), hub_folder() as folder:
+        running = Hub(folder, platform, COURSE, (INSTRUCTOR,))
+        try:
+            yield running
+        finally:
+            running.stop()
+            remove_unix_users(USERS)
 
 
 @pytest.fixture(scope="module")
@@ -255,6 +139,81 @@ def test_servers_read_nbgrader_exchange_configuration_from_the_state_folder(hub,
     assert listed.returncode != 0, "a student could list the hub's own state"
 
 
+def nbgrader(hub: Hub, *arguments: str, cwd: Path) -> subprocess.CompletedProcess:
+    done = as_user(INSTRUCTOR, [str(BIN / "nbgrader"), *arguments], cwd, hub.state / "jupyter-config")
+    assert done.returncode == 0, f"nbgrader {' '.join(arguments)}:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def action(hub: Hub, user: str, name: str, **data) -> dict:
+    """A POST of the Assignments panel (or Validate) to `user`'s server, answered as that user."""
+    answer = hub.server(user, "POST", f"/{name}", data=data)
+    assert answer.status_code == 200, f"{user} {name}: {answer.status_code} {answer.text[:500]}"
+    return json.loads(answer.text)
+
+
+def test_release_fetch_validate_submit_collect_and_grade_through_the_exchange(hub, launched, tmp_path):
+    """A term through nbgrader's exchange: the instructor releases, two students fetch, answer, validate and
+    submit from their own servers (the REST calls JupyterLab's Assignments panel and Validate button make,
+    answered by nbgrader's server extensions in each student's server, as that student), the instructor
+    collects (in a terminal of their server: as their Unix user, with the hub's Jupyter configuration),
+    and `autograder grade` grades what was collected."""
+    for user in (INSTRUCTOR, ANN, BEN):
+        hub.spawn(user)
+    home = Path(pwd.getpwnam(INSTRUCTOR).pw_dir)
+    course = home / "course"
+    (course / "source" / ASSIGNMENT).mkdir(parents=True)
+    shutil.copyfile(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    nbformat.write(part(2), course / "source" / ASSIGNMENT / "ps1.ipynb")
+    subprocess.run(["chown", "-R", f"{INSTRUCTOR}:{INSTRUCTOR}", str(course)], check=True)
+
+    # the instructor releases, from a terminal of their server
+    nbgrader(hub, "generate_assignment", ASSIGNMENT, cwd=course)
+    nbgrader(hub, "release_assignment", ASSIGNMENT, cwd=course)
+
+    # each student sees it in the Assignments panel, fetches it, answers, validates and submits
+    for student, code in ((ANN, "def scale(value):\n    return 2 * value\n"),
+                          (BEN, "def scale(value):\n    return value + 2\n")):
+        listed = hub.server(student, "GET", "/assignments", params={"course_id": COURSE}).json()
+        assert listed["success"] and [a["assignment_id"] for a in listed["value"]] == [ASSIGNMENT], listed
+        fetched = action(hub, student, "assignments/fetch", assignment_id=ASSIGNMENT, course_id=COURSE)
+        assert fetched["success"], fetched
+        path = f"{ASSIGNMENT}/ps1.ipynb"
+        released = hub.server(student, "GET", f"/api/contents/{path}").json()["content"]
+        written = notebooks.answered(nbformat.from_dict(released), code)
+        saved = hub.server(student, "PUT", f"/api/contents/{path}", json={"type": "notebook", "content": written})
+        assert saved.status_code == 200, saved.text[:300]
+        validated = action(hub, student, "assignments/validate", path=path)
+        assert validated["success"], validated
+        submitted = action(hub, student, "assignments/submit", assignment_id=ASSIGNMENT, course_id=COURSE)
+        assert submitted["success"], submitted
+        on_disk = Path(pwd.getpwnam(student).pw_dir) / path
+        assert on_disk.stat().st_uid == pwd.getpwnam(student).pw_uid, "the fetch did not run as the student"
+
+    # ben cannot find ann's submission in the exchange: the inbound folder cannot be listed
+    inbound = hub.state / "exchange" / COURSE / "inbound"
+    listing = subprocess.run(["runuser", "-u", BEN, "--", "ls", str(inbound)], capture_output=True, text=True)
+    assert listing.returncode != 0 and "Permission denied" in listing.stderr, (listing.returncode, listing.stdout)
+
+    # the instructor collects, and the class is graded from what was collected
+    nbgrader(hub, "collect", ASSIGNMENT, cwd=course)
+    for student in (ANN, BEN):
+        assert (course / "submitted" / student / ASSIGNMENT / "timestamp.txt").is_file()
+    out = tmp_path / "grading"
+    graded = subprocess.run([str(BIN / "autograder"), "grade", ASSIGNMENT, "--submissions", str(course / "submitted"),
+                             "--out", str(out), "--workers", "2", "--timeout", "120"], cwd=course,
+                            capture_output=True, text=True, timeout=600,
+                            env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"))
+    assert graded.returncode == 0, graded.stderr[-3000:]
+    with (out / "grades.csv").open(newline="", encoding="utf-8") as handle:
+        rows = {row["student_id"]: row for row in csv.DictReader(handle)}
+    assert sorted(rows) == [ANN, BEN]
+    assert float(rows[ANN]["score"]) == float(rows[ANN]["max_score"]) == 4.0, rows[ANN]
+    assert float(rows[BEN]["score"]) == 1.0, rows[BEN]  # only the parameters test: 2 + 2 == 2 * 2, not -3 + 2
+    for student in (ANN, BEN):
+        assert rows[student]["submitted_at"].startswith(("20", "21")), rows[student]["submitted_at"]
+
+
 def test_a_restarted_hub_keeps_its_users_their_groups_and_their_work(hub, launched):
     hub.spawn(ANN)
     saved = hub.server(ANN, "PUT", "/api/contents/work.txt", json={"type": "file", "format": "text", "content": "x = 1"})
@@ -262,7 +221,6 @@ def test_a_restarted_hub_keeps_its_users_their_groups_and_their_work(hub, launch
     before = {user: sorted(hub.user(user)["groups"]) for user in USERS}
     hub.stop()
     hub.start()
-    assert not hub.user(ANN)["servers"], "the servers stop with the hub (JupyterHub's cleanup_servers)"
     assert {user: sorted(hub.user(user)["groups"]) for user in USERS} == before
     hub.spawn(ANN)
     read = hub.server(ANN, "GET", "/api/contents/work.txt")

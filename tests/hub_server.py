@@ -1,0 +1,182 @@
+"""The class's JupyterHub started for a test module (tests/test_hub.py, tests/benchmarks/hub.py): the
+hub as `make hub` starts it, its Unix users removed, the course's Python within other users' reach."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from tests.lti_platform import Platform
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def remove_unix_users(names) -> None:
+    """Every process of these Unix users killed (and waited for), then the users and their homes removed."""
+    import psutil
+
+    for name in names:
+        try:
+            uid = pwd.getpwnam(name).pw_uid
+        except KeyError:
+            continue
+        owned = [process for process in psutil.process_iter(["uids"]) if process.info["uids"]
+                 and uid in (process.info["uids"].real, process.info["uids"].effective)]
+        for process in owned:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
+        psutil.wait_procs(owned, timeout=30)
+        removed = subprocess.run(["userdel", "--remove", name], capture_output=True, text=True)
+        assert removed.returncode in (0, 12), f"userdel {name}: {removed.stderr}"  # 12: the home was already gone
+        with contextlib.suppress(KeyError):
+            pwd.getpwnam(name)
+            raise AssertionError(f"the Unix user {name} is still there")
+
+
+@contextlib.contextmanager
+def hub_folder():
+    """A folder for a hub's state that the students' Unix users can enter (pytest's own tmp folders are
+    mode 700, as a hub's state_dir must not be: hub/jupyterhub_config.py refuses one), removed after."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="course-hub-", dir="/tmp"))
+    folder.chmod(0o711)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def reachable_python():
+    """The students' servers run this Python: where a folder on its way is closed to other users (a
+    pyenv Python under /root, mode 700, as on the machines the tests run on), open it while the hub
+    runs, search permission only (o+x: no listing), and close it again. The hub itself refuses to
+    start with a closed folder (hub/jupyterhub_config.py)."""
+    sys.path.insert(0, str(ROOT / "hub"))
+    import course_hub
+
+    modes = {folder: folder.stat().st_mode & 0o7777 for folder in course_hub.closed_folders(Path(sys.executable))}
+    for folder, mode in modes.items():
+        folder.chmod(mode | 0o001)
+    try:
+        yield list(modes)
+    finally:
+        for folder, mode in modes.items():
+            folder.chmod(mode)
+
+
+def as_user(name: str, command: list[str], cwd: Path, config: Path) -> subprocess.CompletedProcess:
+    """`command` run as the Unix user `name`, as in their hub terminal: their home, the course's
+    programs on PATH and the hub's Jupyter configuration (nbgrader's exchange)."""
+    home = pwd.getpwnam(name).pw_dir
+    return subprocess.run(["runuser", "-u", name, "--", "env", f"HOME={home}", f"PATH={BIN}:/usr/bin:/bin",
+                           f"JUPYTER_CONFIG_PATH={config}", *command], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+class Hub:
+    """The class's hub as `make hub` starts it, on free ports, for `course` with `instructors` as admins,
+    plus an admin service token the tests ask the REST API with."""
+
+    def __init__(self, folder: Path, platform: Platform, course: str, instructors: tuple[str, ...]):
+        self.port, self.token = free_port(), secrets.token_hex(24)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.state = folder / "state"
+        settings = folder / "class.toml"
+        settings.write_text(f"""
+course_id = "{course}"
+state_dir = "state"
+ip = "127.0.0.1"
+port = {self.port}
+instructors = {list(instructors)!r}
+gpu_memory_mb = 2048
+[lti]
+issuer = "{platform.issuer}"
+client_id = "{platform.client_id}"
+authorize_url = "{platform.authorize_url}"
+jwks_endpoint = "{platform.jwks_endpoint}"
+username_key = "custom_canvas_user_id"
+""", encoding="utf-8")
+        config = folder / "test_config.py"
+        config.write_text(f"""
+c = get_config()
+load_subconfig({str(ROOT / "hub" / "jupyterhub_config.py")!r})
+c.JupyterHub.hub_port = {free_port()}
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{free_port()}"
+c.JupyterHub.services.append({{"name": "test-admin", "api_token": {self.token!r}}})
+c.JupyterHub.load_roles.append({{"name": "test-admin", "services": ["test-admin"],
+    "scopes": ["admin:users", "admin:servers", "access:servers", "groups", "read:users"]}})
+""", encoding="utf-8")
+        self.folder, self.config, self.settings = folder, config, settings
+        self.log = folder / "hub.log"
+        self.start()
+
+    def start(self) -> None:
+        environment = {**os.environ, "COURSE_HUB_SETTINGS": str(self.settings)}
+        self.process = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(self.config)], cwd=self.folder,
+                                        env=environment, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+        self.wait(lambda: requests.get(self.url + "/hub/api/", timeout=5).status_code == 200, "the hub to answer", 60)
+
+    def wait(self, fact, what: str, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while True:
+            if self.process.poll() is not None:
+                raise AssertionError(f"the hub exited ({self.process.returncode}) while waiting for {what}:\n"
+                                     + self.log.read_text(errors="replace")[-3000:])
+            try:
+                if fact():
+                    return
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"gave up waiting for {what}:\n" + self.log.read_text(errors="replace")[-3000:])
+            time.sleep(0.2)
+
+    def api(self, method: str, path: str, **kwargs) -> requests.Response:
+        return requests.request(method, self.url + "/hub/api" + path, timeout=30,
+                                headers={"Authorization": f"token {self.token}"}, **kwargs)
+
+    def user(self, name: str) -> dict | None:
+        answer = self.api("GET", f"/users/{name}")
+        return answer.json() if answer.status_code == 200 else None
+
+    def spawn(self, name: str) -> None:
+        """`name`'s server started (or already running) and ready."""
+        if (self.user(name) or {}).get("servers", {}).get("", {}).get("ready"):
+            return
+        answer = self.api("POST", f"/users/{name}/server")
+        assert answer.status_code in (201, 202), f"spawn {name}: {answer.status_code} {answer.text}"
+        self.wait(lambda: (self.user(name) or {}).get("servers", {}).get("", {}).get("ready"), f"{name}'s server", 90)
+
+    def server(self, name: str, method: str, path: str, **kwargs) -> requests.Response:
+        return requests.request(method, f"{self.url}/user/{name}{path}", timeout=30,
+                                headers={"Authorization": f"token {self.token}"}, **kwargs)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, 9)
+            self.process.wait()
+
+
