@@ -122,6 +122,8 @@ def _feedback(args) -> int:
 
     layout = Layout.find()
     run = _run_folder(layout, args.assignment, args.grades_dir)
+    if args.exchange:
+        return _feedback_for_exchange(run, args)
     target = Path(args.out) if args.out else run.feedback_zip
     students = feedback_zip.students(run.root)
     term = _term_for(layout, args, students)
@@ -133,6 +135,21 @@ def _feedback(args) -> int:
     if args.test_results:
         print(f"  test results for {len(released.with_results)} students past their due date"
               + (f"; withheld, not yet due: {', '.join(released.withheld)}" if released.withheld else ""))
+    return 0
+
+
+def _feedback_for_exchange(run, args) -> int:
+    from autograder.lms import exchange
+    from autograder.runfolder import read_grades, stem
+
+    pages = {(line.student_id, stem(line.notebook)): run.feedback_page(line.student_id, line.notebook)
+             for line in read_grades(run.grades_csv)}
+    course = Path(args.exchange)
+    placed, left_out = exchange.place_feedback({key: page for key, page in pages.items() if page.is_file()},
+                                               course, args.assignment)
+    print(f"{course / exchange.FEEDBACK}: {placed} feedback pages for nbgrader release_feedback {args.assignment}")
+    for line in left_out + [f"{student}: no feedback page" for (student, _), page in pages.items() if not page.is_file()]:
+        print(f"  left out: {line}")
     return 0
 
 
@@ -355,6 +372,9 @@ def parser() -> argparse.ArgumentParser:
     fb.add_argument("--extensions", metavar="CSV", help="per-student due dates: student_id,assignment,due")
     fb.add_argument("--grades-dir", metavar="DIR", help="the run's folder (default build/grading/<assignment>)")
     fb.add_argument("--out", metavar="ZIP", help="zip to write (default <run folder>/feedback.zip)")
+    fb.add_argument("--exchange", metavar="COURSE_DIR",
+                    help="instead of a zip, put the pages where `nbgrader release_feedback <assignment>` takes them, "
+                         "in the course directory whose submitted/ was graded (nbgrader's exchange on a hub)")
     fb.set_defaults(run=_feedback)
 
     sol = commands.add_parser("solutions", parents=[logs],

@@ -298,3 +298,22 @@ def test_nbgraders_timestamps_are_read_in_utc(text, expected):
 def test_a_timestamp_that_gives_no_time_says_why(text, reason):
     with pytest.raises(exchange.TimestampProblem, match=reason):
         exchange.timestamp(text)
+
+
+def test_feedback_pages_are_laid_out_for_nbgrader_release_feedback(tmp_path):
+    course = tmp_path / "course"
+    collected = course / "submitted" / "ada" / "ps1"
+    collected.mkdir(parents=True)
+    (collected / "timestamp.txt").write_text("2027-01-15 22:00:00.000000 UTC")
+    (collected / "submission_secret.txt").write_text("s3cret")
+    (course / "submitted" / "bob" / "ps1").mkdir(parents=True)  # collected by hand: no secret
+    page = tmp_path / "ada.html"
+    page.write_text("<p>ada's page</p>")
+    placed, left_out = exchange.place_feedback({("ada", "ps1"): page, ("bob", "ps1"): page}, course, "ps1")
+    assert placed == 1
+    assert left_out == [f"bob: no timestamp.txt or submission_secret.txt in {course / 'submitted' / 'bob' / 'ps1'} "
+                        "(not collected by nbgrader collect)"]
+    target = course / "feedback" / "ada" / "ps1"
+    assert (target / "ps1.html").read_text() == "<p>ada's page</p>"
+    assert (target / "submission_secret.txt").read_text() == "s3cret"
+    assert (target / "timestamp.txt").read_text() == "2027-01-15 22:00:00.000000 UTC"

@@ -213,6 +213,20 @@ def test_release_fetch_validate_submit_collect_and_grade_through_the_exchange(hu
     for student in (ANN, BEN):
         assert rows[student]["submitted_at"].startswith(("20", "21")), rows[student]["submitted_at"]
 
+    # the feedback pages go back through the exchange, and each student fetches theirs in the panel
+    placed = subprocess.run([str(BIN / "autograder"), "feedback", ASSIGNMENT, "--grades-dir", str(out),
+                             "--exchange", str(course)], cwd=course, capture_output=True, text=True, timeout=300)
+    assert placed.returncode == 0 and "2 feedback pages" in placed.stdout, (placed.stdout, placed.stderr[-2000:])
+    subprocess.run(["chown", "-R", f"{INSTRUCTOR}:{INSTRUCTOR}", str(course / "feedback")], check=True)
+    nbgrader(hub, "release_feedback", ASSIGNMENT, cwd=course)
+    for student in (ANN, BEN):
+        fetched = action(hub, student, "assignments/fetch_feedback", assignment_id=ASSIGNMENT, course_id=COURSE)
+        assert fetched["success"], fetched
+        pages = list((Path(pwd.getpwnam(student).pw_dir) / ASSIGNMENT / "feedback").glob("*/ps1.html"))
+        assert len(pages) == 1, f"{student}'s fetched feedback: {pages}"
+        assert pages[0].read_text(encoding="utf-8") == (out / "feedback" / f"{student}.html").read_text(encoding="utf-8")
+        assert pages[0].stat().st_uid == pwd.getpwnam(student).pw_uid
+
 
 def test_a_restarted_hub_keeps_its_users_their_groups_and_their_work(hub, launched):
     hub.spawn(ANN)

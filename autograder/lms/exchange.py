@@ -30,14 +30,18 @@ refused as the term file refuses one.
 from __future__ import annotations
 
 import re
+import shutil
 from datetime import datetime, timezone
+from pathlib import Path
 
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from autograder.errors import AutograderError
 
 SUBMITTED = "submitted"             # CourseDirectory.submitted_directory's default
+FEEDBACK = "feedback"               # CourseDirectory.feedback_directory's default
 TIMESTAMP_FILE = "timestamp.txt"
+SECRET_FILE = "submission_secret.txt"
 MAX_TIMESTAMP_BYTES = 1024
 COLLECTED_RULE = "<student_id>/<assignment_id>/<notebook>.ipynb with <student_id>/<assignment_id>/timestamp.txt"
 
@@ -85,3 +89,28 @@ def _with_zone(text: str) -> datetime:
         raise TimestampProblem(f"{text!r}: {zone!r} is not a time zone of the tz database (e.g. UTC, CET, "
                                "Europe/Berlin)")
     return local.replace(tzinfo=zone_info)
+
+
+def place_feedback(pages: dict[tuple[str, str], Path], course: Path, assignment_id: str) -> tuple[int, list[str]]:
+    """The feedback pages `pages` ((student_id, notebook stem) -> page) laid out where `nbgrader
+    release_feedback <assignment>` takes them (exchange/default/release_feedback.py, lines 37-81):
+    `<course>/feedback/<student_id>/<assignment_id>/<notebook>.html`, beside the `timestamp.txt` and
+    `submission_secret.txt` of the student's collected submission, which it reads to name the released
+    page by `notebook_hash(secret, notebook)` (the name `nbgrader fetch_feedback` looks for in the
+    student's server). Returns (pages placed, "student: reason" for each page left out: a student whose
+    collected folder under `<course>/submitted/` lacks the two files). Pages already there are replaced.
+    """
+    placed, left_out = 0, []
+    for (student_id, notebook), page in sorted(pages.items()):
+        collected = course / SUBMITTED / student_id / assignment_id
+        missing = [name for name in (TIMESTAMP_FILE, SECRET_FILE) if not (collected / name).is_file()]
+        if missing:
+            left_out.append(f"{student_id}: no {' or '.join(missing)} in {collected} (not collected by nbgrader collect)")
+            continue
+        target = course / FEEDBACK / student_id / assignment_id
+        target.mkdir(parents=True, exist_ok=True)
+        for name in (TIMESTAMP_FILE, SECRET_FILE):
+            shutil.copyfile(collected / name, target / name)
+        shutil.copyfile(page, target / f"{notebook}.html")
+        placed += 1
+    return placed, left_out
