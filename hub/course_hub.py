@@ -15,13 +15,14 @@ Nothing here imports JupyterHub's private modules; tornado's HTTPError is how a 
 
 from __future__ import annotations
 
+import os
 import pwd
 import re
 import sqlite3
 import subprocess
 import time
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from tornado import web
@@ -59,13 +60,14 @@ class ClassSettings:
     cull_idle_seconds: int = 3600
     mem_limit: str | None = None
     cpu_limit: float | None = None
-    extra: dict = field(default_factory=dict)
+    course_dir: Path | None = None
+    formgrader_port: int = 9999
 
     @classmethod
     def read(cls, path: Path) -> "ClassSettings":
         data = tomllib.loads(path.read_text(encoding="utf-8"))
         known = {"course_id", "state_dir", "port", "ip", "lti", "roster", "instructors", "gpu_memory_mb",
-                 "cull_idle_seconds", "mem_limit", "cpu_limit"}
+                 "cull_idle_seconds", "mem_limit", "cpu_limit", "course_dir", "formgrader_port"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"{path}: unknown settings {unknown} (known: {sorted(known)})")
@@ -82,7 +84,9 @@ class ClassSettings:
                    roster=(base / data["roster"]).resolve() if "roster" in data else None,
                    instructors=tuple(data.get("instructors", ())),
                    gpu_memory_mb=data.get("gpu_memory_mb"), cull_idle_seconds=int(data.get("cull_idle_seconds", 3600)),
-                   mem_limit=data.get("mem_limit"), cpu_limit=data.get("cpu_limit"))
+                   mem_limit=data.get("mem_limit"), cpu_limit=data.get("cpu_limit"),
+                   course_dir=(base / data["course_dir"]).resolve() if "course_dir" in data else None,
+                   formgrader_port=int(data.get("formgrader_port", 9999)))
 
     @property
     def graders_group(self) -> str:
@@ -91,6 +95,11 @@ class ClassSettings:
     @property
     def students_group(self) -> str:
         return f"nbgrader-{self.course_id}"
+
+    @property
+    def grader_user(self) -> str:
+        """The Unix user the course's formgrader runs as, owner of the course directory."""
+        return f"grader-{self.course_id}"
 
     @property
     def exchange(self) -> Path:
@@ -201,6 +210,21 @@ def ensure_unix_user(name: str) -> pwd.struct_passwd:
     entry = pwd.getpwnam(name)
     Path(entry.pw_dir).chmod(0o700)
     return entry
+
+
+def ensure_course_directory(folder: Path, owner: pwd.struct_passwd) -> None:
+    """The course directory the formgrader works in: made, with the course's nbgrader configuration (the
+    repository's nbgrader_config.py, `autograder`'s settings), for `owner` when it does not exist; an
+    existing one is used as it is and must belong to `owner`, who writes its gradebook and release."""
+    if not folder.exists():
+        folder.mkdir(parents=True)
+        configuration = Path(__file__).resolve().parent.parent / "nbgrader_config.py"
+        (folder / "nbgrader_config.py").write_text(configuration.read_text(encoding="utf-8"), encoding="utf-8")
+        for path in (folder, folder / "nbgrader_config.py"):
+            os.chown(path, owner.pw_uid, owner.pw_gid)
+    if folder.stat().st_uid != owner.pw_uid:
+        raise SystemExit(f"the course directory {folder} belongs to uid {folder.stat().st_uid}, not to "
+                         f"{owner.pw_name}, who runs the formgrader: chown -R {owner.pw_name} {folder}")
 
 
 def pre_spawn(spawner) -> None:

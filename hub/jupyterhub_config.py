@@ -76,6 +76,25 @@ c.JupyterHub.services = [
      "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={settings.cull_idle_seconds}"]},
 ]
 
+# The course's formgrader, a hub service at /services/<course_id>/ (nbgrader's own demos run it so):
+# JupyterLab with nbgrader's formgrader on the course directory, as the Unix user grader-<course_id>;
+# only the course's graders (formgrade-<course_id>: Instructor and TeachingAssistant) may open it.
+if settings.course_dir:
+    grader = course_hub.ensure_unix_user(settings.grader_user)
+    course_hub.ensure_course_directory(settings.course_dir, grader)
+    c.JupyterHub.services.append({
+        "name": settings.course_id, "url": f"http://127.0.0.1:{settings.formgrader_port}",
+        "user": settings.grader_user, "cwd": str(settings.course_dir), "oauth_no_confirm": True,
+        "command": [str(BIN / "jupyterhub-singleuser"), f"--ServerApp.root_dir={settings.course_dir}"],
+        "environment": {"HOME": grader.pw_dir, "PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin",
+                        "JUPYTER_CONFIG_PATH": str(settings.jupyter_config), "JUPYTERHUB_DEFAULT_URL": "/lab/tree"},
+    })
+    c.JupyterHub.load_roles += [
+        {"name": f"formgrade-{settings.course_id}", "groups": [settings.graders_group],
+         "scopes": [f"access:services!service={settings.course_id}", "list:services",
+                    f"read:services!service={settings.course_id}"]},
+    ]
+
 # Each user's server: their own Unix user, JupyterLab, the course's environment and kernels
 c.Spawner.pre_spawn_hook = course_hub.pre_spawn
 c.Spawner.cmd = [str(BIN / "jupyterhub-singleuser")]

@@ -94,12 +94,14 @@ def as_user(name: str, command: list[str], cwd: Path, config: Path) -> subproces
 
 class Hub:
     """The class's hub as `make hub` starts it, on free ports, for `course` with `instructors` as admins,
-    plus an admin service token the tests ask the REST API with."""
+    its formgrader on `<folder>/course` (as the Unix user grader-<course>, which `remove_unix_users`
+    must remove too: `grader_user`), plus an admin service token the tests ask the REST API with."""
 
     def __init__(self, folder: Path, platform: Platform, course: str, instructors: tuple[str, ...]):
         self.port, self.token = free_port(), secrets.token_hex(24)
         self.url = f"http://127.0.0.1:{self.port}"
         self.state = folder / "state"
+        self.grader_user = f"grader-{course}"
         settings = folder / "class.toml"
         settings.write_text(f"""
 course_id = "{course}"
@@ -108,6 +110,8 @@ ip = "127.0.0.1"
 port = {self.port}
 instructors = {list(instructors)!r}
 gpu_memory_mb = 2048
+course_dir = "course"
+formgrader_port = {free_port()}
 [lti]
 issuer = "{platform.issuer}"
 client_id = "{platform.client_id}"

@@ -42,16 +42,19 @@ def platform():
     lms.close()
 
 
+GRADER = f"grader-{COURSE}"  # the Unix user the hub's formgrader runs as
+
+
 @pytest.fixture(scope="module")
 def hub(platform):
-    remove_unix_users(USERS)
+    remove_unix_users((*USERS, GRADER))
     with reachable_python(), hub_folder() as folder:
         running = Hub(folder, platform, COURSE, (INSTRUCTOR,))
         try:
             yield running
         finally:
             running.stop()
-            remove_unix_users(USERS)
+            remove_unix_users((*USERS, GRADER))
 
 
 @pytest.fixture(scope="module")
@@ -226,6 +229,21 @@ def test_release_fetch_validate_submit_collect_and_grade_through_the_exchange(hu
         assert len(pages) == 1, f"{student}'s fetched feedback: {pages}"
         assert pages[0].read_text(encoding="utf-8") == (out / "feedback" / f"{student}.html").read_text(encoding="utf-8")
         assert pages[0].stat().st_uid == pwd.getpwnam(student).pw_uid
+
+
+def test_the_formgrader_is_a_hub_service_for_the_graders_only(hub, launched):
+    """nbgrader's formgrader at /services/<course>/, run as the grader's Unix user on the course directory:
+    the instructor and the teaching assistant reach it through the hub's login, a student is refused."""
+    service = f"{hub.url}/services/{COURSE}/formgrader"
+    hub.wait(lambda: launched[INSTRUCTOR].session.get(service, timeout=30).status_code == 200,
+             "the formgrader to answer the instructor", 90)
+    for grader in (INSTRUCTOR, ASSISTANT):
+        page = launched[grader].session.get(service, timeout=30)
+        assert page.status_code == 200 and "formgrade" in page.text.lower(), (grader, page.status_code)
+    refused = launched[ANN].session.get(service, timeout=30)
+    assert refused.status_code == 403, (refused.status_code, refused.url)
+    course = hub.folder / "course"
+    assert course.stat().st_uid == pwd.getpwnam(GRADER).pw_uid and (course / "nbgrader_config.py").is_file()
 
 
 def test_a_restarted_hub_keeps_its_users_their_groups_and_their_work(hub, launched):

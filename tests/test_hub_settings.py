@@ -33,6 +33,7 @@ def test_the_example_settings_read_as_they_are_documented():
     assert example.course_id == "tf-internals" and example.lti.username_key == "custom_canvas_user_id"
     assert example.graders_group == "formgrade-tf-internals" and example.students_group == "nbgrader-tf-internals"
     assert example.state_dir == Path("/srv/tf-course-hub") and example.roster is None
+    assert example.course_dir == Path("/srv/tf-course") and example.grader_user == "grader-tf-internals"
 
 
 @pytest.mark.parametrize("text, message", [
