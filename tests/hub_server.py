@@ -97,7 +97,9 @@ class Hub:
     its formgrader on `<folder>/course` (as the Unix user grader-<course>, which `remove_unix_users`
     must remove too: `grader_user`), plus an admin service token the tests ask the REST API with."""
 
-    def __init__(self, folder: Path, platform: Platform, course: str, instructors: tuple[str, ...]):
+    def __init__(self, folder: Path, platform: Platform | None, course: str, instructors: tuple[str, ...],
+                 roster: list[str] | None = None):
+        """With `roster` (Unix user names) instead of an LTI `platform`: a class without an LMS (PAM)."""
         self.port, self.token = free_port(), secrets.token_hex(24)
         self.url = f"http://127.0.0.1:{self.port}"
         self.state = folder / "state"
@@ -112,13 +114,16 @@ instructors = {list(instructors)!r}
 gpu_memory_mb = 2048
 course_dir = "course"
 formgrader_port = {free_port()}
+""" + (f"""
 [lti]
 issuer = "{platform.issuer}"
 client_id = "{platform.client_id}"
 authorize_url = "{platform.authorize_url}"
 jwks_endpoint = "{platform.jwks_endpoint}"
 username_key = "custom_canvas_user_id"
-""", encoding="utf-8")
+""" if roster is None else 'roster = "roster.txt"\n'), encoding="utf-8")
+        if roster is not None:
+            (folder / "roster.txt").write_text("".join(f"{name}\n" for name in roster), encoding="utf-8")
         config = folder / "test_config.py"
         config.write_text(f"""
 c = get_config()

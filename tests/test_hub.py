@@ -246,6 +246,42 @@ def test_the_formgrader_is_a_hub_service_for_the_graders_only(hub, launched):
     assert course.stat().st_uid == pwd.getpwnam(GRADER).pw_uid and (course / "nbgrader_config.py").is_file()
 
 
+def test_a_class_without_an_lms_logs_in_with_unix_passwords_restricted_to_the_roster(platform):
+    """`roster = "roster.txt"` instead of [lti]: PAM login with the machine's Unix passwords, only for the
+    users the roster names; the instructors of the class file are the graders."""
+    import secrets
+
+    import requests
+
+    teacher, student, outsider = "7319001", "7319002", "7319003"
+    password = secrets.token_urlsafe(12)
+    remove_unix_users((teacher, student, outsider, f"grader-{COURSE}-pam"))
+    try:
+        for name in (teacher, student, outsider):
+            subprocess.run(["useradd", "--create-home", name], check=True)
+            subprocess.run(["chpasswd"], input=f"{name}:{password}\n", text=True, check=True)
+        with reachable_python(), hub_folder() as folder:
+            pam = Hub(folder, None, f"{COURSE}-pam", (teacher,), roster=[teacher, student])
+            try:
+                def login(name: str, secret: str) -> requests.Response:
+                    session = requests.Session()
+                    session.get(pam.url + "/hub/login", timeout=30)  # the login form sets the _xsrf cookie
+                    return session.post(pam.url + "/hub/login", allow_redirects=False, timeout=30,
+                                        data={"username": name, "password": secret,
+                                              "_xsrf": session.cookies.get("_xsrf", "")})
+                assert login(student, password).status_code == 302
+                assert login(teacher, password).status_code == 302
+                assert login(student, "wrong").status_code == 403
+                assert login(outsider, password).status_code == 403, "a user the roster lacks logged in"
+                assert set(pam.user(teacher)["groups"]) == {f"formgrade-{COURSE}-pam", f"nbgrader-{COURSE}-pam"}
+                assert pam.user(student)["groups"] == [f"nbgrader-{COURSE}-pam"]
+                assert pam.user(outsider) is None
+            finally:
+                pam.stop()
+    finally:
+        remove_unix_users((teacher, student, outsider, f"grader-{COURSE}-pam"))
+
+
 def test_a_restarted_hub_keeps_its_users_their_groups_and_their_work(hub, launched):
     hub.spawn(ANN)
     saved = hub.server(ANN, "PUT", "/api/contents/work.txt", json={"type": "file", "format": "text", "content": "x = 1"})
