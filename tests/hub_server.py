@@ -64,23 +64,44 @@ def hub_folder():
         shutil.rmtree(folder, ignore_errors=True)
 
 
+OPENED = Path("/tmp/course-hub-opened-folders.json")  # which folders the running hubs opened, and how many
+
+
 @contextlib.contextmanager
 def reachable_python():
     """The students' servers run this Python: where a folder on its way is closed to other users (a
-    pyenv Python under /root, mode 700, as on the machines the tests run on), open it while the hub
-    runs, search permission only (o+x: no listing), and close it again. The hub itself refuses to
-    start with a closed folder (hub/jupyterhub_config.py)."""
+    pyenv Python under /root, mode 700, as on the machines the tests run on), open it while a hub runs,
+    search permission only (o+x: no listing), and close it again when the last hub of every test
+    process is done (a count in OPENED, under a lock: hub tests run in several xdist workers at once).
+    The hub itself refuses to start with a closed folder (hub/jupyterhub_config.py)."""
+    import fcntl
+    import json
+
     sys.path.insert(0, str(ROOT / "hub"))
     import course_hub
 
-    modes = {folder: folder.stat().st_mode & 0o7777 for folder in course_hub.closed_folders(Path(sys.executable))}
-    for folder, mode in modes.items():
-        folder.chmod(mode | 0o001)
+    def change(step: int) -> None:
+        with open(f"{OPENED}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            state = json.loads(OPENED.read_text()) if OPENED.exists() else {"holders": 0, "modes": {}}
+            if step > 0 and state["holders"] == 0:
+                state["modes"] = {str(folder): folder.stat().st_mode & 0o7777
+                                  for folder in course_hub.closed_folders(Path(sys.executable))}
+                for folder, mode in state["modes"].items():
+                    Path(folder).chmod(mode | 0o001)
+            state["holders"] += step
+            if state["holders"] == 0:
+                for folder, mode in state["modes"].items():
+                    Path(folder).chmod(mode)
+                OPENED.unlink(missing_ok=True)
+            else:
+                OPENED.write_text(json.dumps(state))
+
+    change(+1)
     try:
-        yield list(modes)
+        yield
     finally:
-        for folder, mode in modes.items():
-            folder.chmod(mode)
+        change(-1)
 
 
 def as_user(name: str, command: list[str], cwd: Path, config: Path) -> subprocess.CompletedProcess:

@@ -19,6 +19,7 @@ request to post it again (a replay).
 from __future__ import annotations
 
 import dataclasses
+import html
 import http.server
 import json
 import threading
@@ -48,27 +49,63 @@ class Platform:
                  deployment_id: str = "deployment-1"):
         self.issuer, self.client_id, self.deployment_id = issuer, client_id, deployment_id
         self.key, self.kid = new_key(), "platform-key-1"
+        self.hub_url = ""                    # set once the hub runs: where /launch sends a browser
+        self.roles: dict[str, list[str]] = {}  # a browser launch's user id -> roles, set by /launch
         public = json.loads(RSAAlgorithm.to_jwk(self.key.public_key()))
         public.update(kid=self.kid, alg="RS256", use="sig")
         jwks = json.dumps({"keys": [public]}).encode()
+        platform = self
 
-        class Keys(http.server.BaseHTTPRequestHandler):
+        class Pages(http.server.BaseHTTPRequestHandler):
+            """/jwks: the public key. For a browser: /launch?user=..&role=.. posts the login initiation to the
+            hub, as an LMS page does when a student opens the tool; /authorize answers the hub's redirect
+            with the signed id_token, posted to the hub's redirect URI by an auto-submitting form."""
+
             def do_GET(self):  # noqa: N802 (http.server's name)
+                url = urllib.parse.urlparse(self.path)
+                query = dict(urllib.parse.parse_qsl(url.query))
+                if url.path == "/jwks":
+                    return self.answer(jwks, "application/json")
+                if url.path == "/launch":
+                    platform.roles[query["user"]] = query.get("role", "Learner").split(",")
+                    return self.form(platform.hub_url + "/hub/lti13/oauth_login", {
+                        "iss": platform.issuer, "login_hint": query["user"], "target_link_uri": platform.hub_url + "/hub/",
+                        "client_id": platform.client_id, "lti_deployment_id": platform.deployment_id})
+                if url.path == "/authorize":
+                    user = query["login_hint"]
+                    claims = platform.claims(user, platform.roles.get(user, ["Learner"]), query["nonce"],
+                                             platform.hub_url + "/hub/")
+                    token = jwt.encode(claims, platform.key, algorithm="RS256", headers={"kid": platform.kid})
+                    return self.form(query["redirect_uri"], {"id_token": token, "state": query["state"]})
+                self.send_error(404)
+
+            def form(self, action: str, fields: dict) -> None:
+                inputs = "".join(f'<input type="hidden" name="{html.escape(name)}" value="{html.escape(value)}">'
+                                 for name, value in fields.items())
+                page = (f'<!doctype html><html lang="en"><title>LMS</title><body onload="document.forms[0].submit()">'
+                        f'<form method="post" action="{html.escape(action)}">{inputs}</form></body></html>')
+                self.answer(page.encode(), "text/html")
+
+            def answer(self, body: bytes, kind: str) -> None:
                 self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(jwks)))
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(jwks)
+                self.wfile.write(body)
 
             def log_message(self, *args):
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Keys)
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Pages)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     @property
     def jwks_endpoint(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/jwks"
+
+    def launch_url(self, user_id: str, roles: list[str]) -> str:
+        """The page a browser opens to launch `user_id` into the hub, as from the LMS."""
+        return f"http://127.0.0.1:{self.server.server_address[1]}/launch?user={user_id}&role={','.join(roles)}"
 
     @property
     def authorize_url(self) -> str:
