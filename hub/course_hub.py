@@ -227,6 +227,24 @@ def ensure_course_directory(folder: Path, owner: pwd.struct_passwd) -> None:
                          f"{owner.pw_name}, who runs the formgrader: chown -R {owner.pw_name} {folder}")
 
 
+SYSTEMD = Path("/run/systemd/system")  # present when systemd is the init system (sd_booted(3))
+
+
+def spawner(settings: ClassSettings, systemd: bool) -> tuple[str, dict]:
+    """The spawner class and its settings: SystemdSpawner where systemd runs (each server a unit of
+    its own; `mem_limit` and `cpu_limit` enforced by its cgroup: MemoryMax, CPUQuota), else JupyterHub's
+    LocalProcessSpawner, which enforces no limit (both run the server as the user's own Unix user)."""
+    if not systemd:
+        return "jupyterhub.spawner.LocalProcessSpawner", {}
+    return "systemdspawner.SystemdSpawner", {
+        "username_template": "{USERNAME}",   # the hub user name is the Unix user (made by pre_spawn)
+        "dynamic_users": False,
+        "isolate_tmp": True,                 # a /tmp of its own: no student reads another's temporary files
+        "isolate_devices": False,            # keep /dev/nvidia*: the GPU
+        "disable_user_sudo": True,
+    }
+
+
 def pre_spawn(spawner) -> None:
     """`Spawner.pre_spawn_hook`: the user's own Unix user and home before their server starts."""
     entry = ensure_unix_user(spawner.user.name)

@@ -95,7 +95,12 @@ if settings.course_dir:
                     f"read:services!service={settings.course_id}"]},
     ]
 
-# Each user's server: their own Unix user, JupyterLab, the course's environment and kernels
+# Each user's server: their own Unix user, JupyterLab, the course's environment and kernels; a systemd
+# unit with enforced limits where systemd runs, else a plain process (course_hub.spawner)
+SPAWNER, SPAWNER_SETTINGS = course_hub.spawner(settings, course_hub.SYSTEMD.is_dir())
+c.JupyterHub.spawner_class = SPAWNER
+for name, value in SPAWNER_SETTINGS.items():
+    setattr(c.SystemdSpawner, name, value)
 c.Spawner.pre_spawn_hook = course_hub.pre_spawn
 c.Spawner.cmd = [str(BIN / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
@@ -107,7 +112,7 @@ c.Spawner.environment = {
     **({"COURSE_GPU_MEMORY_LIMIT_MB": str(settings.gpu_memory_mb)} if settings.gpu_memory_mb else {}),
 }
 if settings.mem_limit:
-    c.Spawner.mem_limit = settings.mem_limit  # enforced only by spawners that can (not LocalProcessSpawner)
+    c.Spawner.mem_limit = settings.mem_limit  # enforced by SystemdSpawner (MemoryMax), not LocalProcessSpawner
 if settings.cpu_limit:
     c.Spawner.cpu_limit = settings.cpu_limit
 

@@ -97,3 +97,15 @@ def test_folders_closed_to_other_users_are_found_on_the_way_to_a_program(tmp_pat
     closed.chmod(0o711)
     assert closed not in course_hub.closed_folders(program)
     assert course_hub.closed_folders(Path("/usr/bin/env")) == []
+
+
+def test_the_spawner_is_systemds_where_systemd_runs_and_enforces_the_limits(tmp_path):
+    read = course_hub.ClassSettings.read(settings(tmp_path, 'course_id = "tf"\nstate_dir = "s"\nmem_limit = "4G"\n' + LTI))
+    name, traits = course_hub.spawner(read, systemd=True)
+    module, _, cls = name.rpartition(".")
+    spawner_class = getattr(__import__(module, fromlist=[cls]), cls)
+    for trait, value in traits.items():
+        assert spawner_class.class_traits()[trait].default_value is not None  # a trait of that spawner
+        assert trait in spawner_class.class_trait_names(), trait
+    assert traits["isolate_devices"] is False and traits["username_template"] == "{USERNAME}"
+    assert course_hub.spawner(read, systemd=False) == ("jupyterhub.spawner.LocalProcessSpawner", {})

@@ -219,6 +219,6 @@ def test_every_imported_third_party_package_is_declared():
     tools = {"tensorflow-text", "tensorboard", "papermill", "nbval", "jupyterlab", "ipykernel", "nbconvert",
              "pytest-xdist", "psycopg2-binary", "uv", "onnxruntime-gpu", "alembic",
              "configurable-http-proxy", "jupyterhub-idle-culler", "jupyterhub",
-             "jupyterhub-ltiauthenticator"}  # used as programs or plugins (the hub names its authenticator)
+             "jupyterhub-ltiauthenticator", "jupyterhub-systemdspawner"}  # programs, or plugins the hub names
     unused = declared - provided - tools
     assert not unused, f"declared but imported nowhere (and not a tool the Makefile or a test runs): {sorted(unused)}"
