@@ -88,3 +88,20 @@ def test_the_single_user_image_takes_no_solution():
               if line.startswith("COPY ")]
     sources = {part.rstrip("/") for parts in copied for part in parts}
     assert sources and not sources & {".", "source", "tests"}, sources
+
+
+def test_the_image_installs_as_make_does():
+    """The Dockerfile's install steps are the Makefile's (make test runs those on every change), but the
+    grading kernel, which a student's image does not need."""
+    import re
+
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile[makefile.index("$(STAMP): $(LOCK) pyproject.toml"):].split("\n\n")[0].splitlines()[1:]
+    make = [line.strip().replace("$(BIN)/", ".venv/bin/").replace("$(VENV)", ".venv").replace("$(LOCK)", "$LOCK")
+            for line in recipe if not line.strip().startswith("@")]
+    make = [line for line in make if "autograder.nbgrader_setup import kernelspec" not in line]
+    dockerfile = (ROOT / "hub" / "k8s" / "Dockerfile").read_text(encoding="utf-8")
+    run = next(step for step in re.findall(r"^RUN (.*?)(?=^\S)", dockerfile, re.M | re.S) if "uv pip install" in step)
+    image = [step.strip() for step in run.replace("\\\n", " ").split("&&")]
+    image = [re.sub(r"\s+", " ", step) for step in image if step != "python -m venv .venv"]
+    assert image == make
