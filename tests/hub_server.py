@@ -64,7 +64,8 @@ def hub_folder():
         shutil.rmtree(folder, ignore_errors=True)
 
 
-OPENED = Path("/tmp/course-hub-opened-folders.json")  # which folders the running hubs opened, and how many
+OPENED = Path("/tmp/course-hub-opened-folders.json")  # which folders the running hubs opened, and who holds them
+_DEPTH = 0  # this process's nested reachable_python() calls
 
 
 @contextlib.contextmanager
@@ -72,36 +73,45 @@ def reachable_python():
     """The students' servers run this Python: where a folder on its way is closed to other users (a
     pyenv Python under /root, mode 700, as on the machines the tests run on), open it while a hub runs,
     search permission only (o+x: no listing), and close it again when the last hub of every test
-    process is done (a count in OPENED, under a lock: hub tests run in several xdist workers at once).
+    process is done (the holders' process ids in OPENED, under a lock: hub tests run in several xdist
+    workers at once; a holder that died is dropped).
     The hub itself refuses to start with a closed folder (hub/jupyterhub_config.py)."""
     import fcntl
     import json
 
+    import psutil
+
     sys.path.insert(0, str(ROOT / "hub"))
     import course_hub
 
-    def change(step: int) -> None:
+    def change(joining: bool) -> None:
         with open(f"{OPENED}.lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            state = json.loads(OPENED.read_text()) if OPENED.exists() else {"holders": 0, "modes": {}}
-            if step > 0 and state["holders"] == 0:
-                state["modes"] = {str(folder): folder.stat().st_mode & 0o7777
-                                  for folder in course_hub.closed_folders(Path(sys.executable))}
-                for folder, mode in state["modes"].items():
-                    Path(folder).chmod(mode | 0o001)
-            state["holders"] += step
-            if state["holders"] == 0:
+            state = json.loads(OPENED.read_text()) if OPENED.exists() else {"holders": [], "modes": {}}
+            holders = [pid for pid in state.get("holders") or [] if isinstance(pid, int)
+                       and pid != os.getpid() and psutil.pid_exists(pid)] if isinstance(state.get("holders"), list) else []
+            if joining:
+                for folder in course_hub.closed_folders(Path(sys.executable)):  # (also after a crashed run)
+                    state["modes"].setdefault(str(folder), folder.stat().st_mode & 0o7777)
+                    folder.chmod(folder.stat().st_mode & 0o7777 | 0o001)
+                holders.append(os.getpid())
+            if holders:
+                OPENED.write_text(json.dumps({"holders": holders, "modes": state["modes"]}))
+            else:  # the last hub of every test process is done: close what was opened
                 for folder, mode in state["modes"].items():
                     Path(folder).chmod(mode)
                 OPENED.unlink(missing_ok=True)
-            else:
-                OPENED.write_text(json.dumps(state))
 
-    change(+1)
+    global _DEPTH
+    if _DEPTH == 0:
+        change(True)
+    _DEPTH += 1
     try:
         yield
     finally:
-        change(-1)
+        _DEPTH -= 1
+        if _DEPTH == 0:
+            change(False)
 
 
 def as_user(name: str, command: list[str], cwd: Path, config: Path) -> subprocess.CompletedProcess:
