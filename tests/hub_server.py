@@ -41,12 +41,23 @@ def remove_unix_users(names) -> None:
         for process in owned:
             with contextlib.suppress(psutil.NoSuchProcess):
                 process.kill()
-        psutil.wait_procs(owned, timeout=30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(alive(process) for process in owned):
+            time.sleep(0.1)  # a killed process whose parent is gone stays a zombie: that counts as gone
         removed = subprocess.run(["userdel", "--remove", name], capture_output=True, text=True)
         assert removed.returncode in (0, 12), f"userdel {name}: {removed.stderr}"  # 12: the home was already gone
         with contextlib.suppress(KeyError):
             pwd.getpwnam(name)
             raise AssertionError(f"the Unix user {name} is still there")
+
+
+def alive(process) -> bool:
+    import psutil
+
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 @contextlib.contextmanager
@@ -131,7 +142,7 @@ class Hub:
     def __init__(self, folder: Path, platform: Platform | None, course: str, instructors: tuple[str, ...],
                  roster: list[str] | None = None):
         """With `roster` (Unix user names) instead of an LTI `platform`: a class without an LMS (PAM)."""
-        self.port, self.token = free_port(), secrets.token_hex(24)
+        self.port, self.hub_port, self.token = free_port(), free_port(), secrets.token_hex(24)
         self.url = f"http://127.0.0.1:{self.port}"
         self.state = folder / "state"
         self.grader_user = f"grader-{course}"
@@ -159,7 +170,7 @@ username_key = "custom_canvas_user_id"
         config.write_text(f"""
 c = get_config()
 load_subconfig({str(ROOT / "hub" / "jupyterhub_config.py")!r})
-c.JupyterHub.hub_port = {free_port()}
+c.JupyterHub.hub_port = {self.hub_port}
 c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{free_port()}"
 c.JupyterHub.services.append({{"name": "test-admin", "api_token": {self.token!r}}})
 c.JupyterHub.load_roles.append({{"name": "test-admin", "services": ["test-admin"],
@@ -212,11 +223,20 @@ c.JupyterHub.load_roles.append({{"name": "test-admin", "services": ["test-admin"
                                 headers={"Authorization": f"token {self.token}"}, **kwargs)
 
     def stop(self) -> None:
+        """The hub stopped (its servers and services with it), and any process that still talks to it
+        (a service it could not stop) killed."""
+        import psutil
+
         self.process.terminate()
         try:
             self.process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, 9)
             self.process.wait()
+        api = f"127.0.0.1:{self.hub_port}/hub/api"
+        for process in psutil.process_iter():
+            with contextlib.suppress(psutil.Error):
+                if api in process.environ().get("JUPYTERHUB_API_URL", ""):
+                    process.kill()
 
 
