@@ -22,7 +22,7 @@ import sqlite3
 import subprocess
 import time
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from tornado import web
@@ -66,8 +66,7 @@ class ClassSettings:
     @classmethod
     def read(cls, path: Path) -> "ClassSettings":
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-        known = {"course_id", "state_dir", "port", "ip", "lti", "roster", "instructors", "gpu_memory_mb",
-                 "cull_idle_seconds", "mem_limit", "cpu_limit", "course_dir", "formgrader_port"}
+        known = {field.name for field in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"{path}: unknown settings {unknown} (known: {sorted(known)})")

@@ -20,19 +20,30 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import course_hub  # noqa: E402  (hub/course_hub.py, beside this file)
 
+from course import gpu, kernel  # noqa: E402  (the course's package: the kernel's environment, the GPU cap)
+
 c = get_config()  # noqa: F821  (JupyterHub's config loader provides it)
 
 settings = course_hub.ClassSettings.read(Path(os.environ.get("COURSE_HUB_SETTINGS", HERE / "class.toml")))
 BIN = Path(sys.executable).parent
-CLOSED = course_hub.closed_folders(Path(sys.executable))
-if CLOSED:  # every server runs this Python as its student: they must be able to reach it
-    raise SystemExit(f"the course's Python ({sys.executable}) is out of other users' reach: {', '.join(map(str, CLOSED))} "
-                     "cannot be entered by others (mode o-x). Install the course where every user can read it "
-                     "(e.g. a checkout in /opt with a system Python), then start the hub again.")
-CLOSED = course_hub.closed_folders(settings.state_dir / "exchange")
-if CLOSED:  # every server reads its nbgrader configuration there and writes into the exchange
-    raise SystemExit(f"the state folder {settings.state_dir} is out of other users' reach: {', '.join(map(str, CLOSED))} "
-                     "cannot be entered by others (mode o-x). Choose a state_dir every user can enter (e.g. /srv/...).")
+PATH = f"{BIN}:/usr/local/bin:/usr/bin:/bin"  # the course's programs first, in every server and service
+
+
+def refuse_closed(path: Path, what: str, advice: str) -> None:
+    """Stop the hub when a folder on the way to `path` is closed to the students' Unix users."""
+    closed = course_hub.closed_folders(path)
+    if closed:
+        raise SystemExit(f"{what} is out of other users' reach: {', '.join(map(str, closed))} cannot be entered "
+                         f"by others (mode o-x). {advice}")
+
+
+# every server runs this Python as its student, reads its nbgrader configuration in the state folder
+# and writes into the exchange there
+refuse_closed(Path(sys.executable), f"the course's Python ({sys.executable})",
+              "Install the course where every user can read it (e.g. a checkout in /opt with a system Python), "
+              "then start the hub again.")
+refuse_closed(settings.state_dir / "exchange", f"the state folder {settings.state_dir}",
+              "Choose a state_dir every user can enter (e.g. /srv/...).")
 
 # The state folder: the hub's own files in hub/ (mode 700: its database, cookie secret, the launches'
 # nonces), which a restart keeps, so users, groups and logins survive it; beside it the exchange and the
@@ -86,7 +97,7 @@ if settings.course_dir:
         "name": settings.course_id, "url": f"http://127.0.0.1:{settings.formgrader_port}",
         "user": settings.grader_user, "cwd": str(settings.course_dir), "oauth_no_confirm": True,
         "command": [str(BIN / "jupyterhub-singleuser"), f"--ServerApp.root_dir={settings.course_dir}"],
-        "environment": {"HOME": grader.pw_dir, "PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin",
+        "environment": {"HOME": grader.pw_dir, "PATH": PATH,
                         "JUPYTER_CONFIG_PATH": str(settings.jupyter_config), "JUPYTERHUB_DEFAULT_URL": "/lab/tree"},
     })
     c.JupyterHub.load_roles += [
@@ -106,10 +117,10 @@ c.Spawner.cmd = [str(BIN / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
 c.Spawner.environment = {
-    "PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin",
+    "PATH": PATH,
     "JUPYTER_CONFIG_PATH": str(settings.jupyter_config),
-    "TF_FORCE_GPU_ALLOW_GROWTH": "true",
-    **({"COURSE_GPU_MEMORY_LIMIT_MB": str(settings.gpu_memory_mb)} if settings.gpu_memory_mb else {}),
+    **kernel.KERNEL_ENVIRONMENT,  # memory growth, as the course kernel's own spec sets it
+    **({gpu.MEMORY_LIMIT_VARIABLE: str(settings.gpu_memory_mb)} if settings.gpu_memory_mb else {}),
 }
 if settings.mem_limit:
     c.Spawner.mem_limit = settings.mem_limit  # enforced by SystemdSpawner (MemoryMax), not LocalProcessSpawner
