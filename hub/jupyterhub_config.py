@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import course_hub  # noqa: E402  (hub/course_hub.py, beside this file)
 
-from course import gpu, kernel  # noqa: E402  (the course's package: the kernel's environment, the GPU cap)
+from course import kernel  # noqa: E402  (the course's package: the kernel's environment)
 
 c = get_config()  # noqa: F821  (JupyterHub's config loader provides it)
 
@@ -120,7 +120,9 @@ c.Spawner.environment = {
     "PATH": PATH,
     "JUPYTER_CONFIG_PATH": str(settings.jupyter_config),
     **kernel.KERNEL_ENVIRONMENT,  # memory growth, as the course kernel's own spec sets it
-    **({gpu.MEMORY_LIMIT_VARIABLE: str(settings.gpu_memory_mb)} if settings.gpu_memory_mb else {}),
+    # the per-student GPU cap the course kernel applies (course.gpu.MEMORY_LIMIT_VARIABLE; written out so
+    # that tests/test_gpu_memory_cap.py sees both sides name it alike)
+    **({"COURSE_GPU_MEMORY_LIMIT_MB": str(settings.gpu_memory_mb)} if settings.gpu_memory_mb else {}),
 }
 if settings.mem_limit:
     c.Spawner.mem_limit = settings.mem_limit  # enforced by SystemdSpawner (MemoryMax), not LocalProcessSpawner
