@@ -15,6 +15,7 @@ Nothing here imports JupyterHub's private modules; tornado's HTTPError is how a 
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import re
@@ -31,6 +32,9 @@ ROLES_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/roles"
 # LTI 1.3 role URIs (LTI Advantage, "Role vocabularies"): context roles end in #Instructor, #Learner, ...;
 # a teaching assistant is the Instructor sub-role .../membership/Instructor#TeachingAssistant.
 GRADER_ROLES = ("membership#Instructor", "membership/Instructor#TeachingAssistant", "membership#ContentDeveloper")
+# How long the proxy waits for a server's answer (hub/jupyterhub_config.py): nbgrader's Validate answers
+# when the whole notebook has run
+PROXY_TIMEOUT_SECONDS = 3600
 # A Unix user name the hub creates: the LMS's id as it is (Canvas and Moodle ids are numbers), within
 # what useradd accepts and what is safe on a command line; anything else is refused by name.
 UNIX_NAME = re.compile(r"[a-z0-9_][a-z0-9_.-]{0,31}")
@@ -108,6 +112,12 @@ class ClassSettings:
     def jupyter_config(self) -> Path:
         """The folder every single-user server reads its Jupyter configuration from (nbgrader's exchange)."""
         return self.state_dir / "jupyter-config"
+
+    @property
+    def user_lab_config(self) -> Path:
+        """The Jupyter configuration the users' own servers read before `jupyter_config`: their JupyterLab
+        without nbgrader's instructor tools (`write_lab_config`)."""
+        return self.jupyter_config / "user-servers"
 
 
 def roster_names(path: Path) -> set[str]:
@@ -224,6 +234,25 @@ def ensure_course_directory(folder: Path, owner: pwd.struct_passwd) -> None:
     if folder.stat().st_uid != owner.pw_uid:
         raise SystemExit(f"the course directory {folder} belongs to uid {folder.stat().st_uid}, not to "
                          f"{owner.pw_name}, who runs the formgrader: chown -R {owner.pw_name} {folder}")
+
+
+# JupyterLab plugins turned off (labconfig/page_config.json, read from every Jupyter configuration folder):
+# for everyone, the "official Jupyter news?" question; in the users' own servers, nbgrader's instructor
+# tools (their formgrader has no course directory there, the formgrader service has it), as nbgrader's
+# documentation advises for students.
+EVERY_LAB_OFF = ("@jupyterlab/apputils-extension:announcements",)
+USER_LAB_OFF = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:course-list")
+
+
+def write_lab_config(settings: ClassSettings) -> None:
+    """JupyterLab's page configuration for every server and for the users' own (`EVERY_LAB_OFF`,
+    `USER_LAB_OFF`), readable by every user."""
+    for folder, names in ((settings.jupyter_config, EVERY_LAB_OFF), (settings.user_lab_config, USER_LAB_OFF)):
+        (folder / "labconfig").mkdir(parents=True, exist_ok=True)
+        for path in (folder, folder / "labconfig"):
+            path.chmod(0o755)
+        (folder / "labconfig" / "page_config.json").write_text(
+            json.dumps({"disabledExtensions": {name: True for name in names}}, indent=2) + "\n", encoding="utf-8")
 
 
 SYSTEMD = Path("/run/systemd/system")  # present when systemd is the init system (sd_booted(3))

@@ -57,7 +57,12 @@ c.JupyterHub.port = settings.port
 c.JupyterHub.db_url = f"sqlite:///{HUB_STATE / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(HUB_STATE / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(HUB_STATE / "jupyterhub.pid")
-c.ConfigurableHTTPProxy.command = [str(BIN / "configurable-http-proxy")]
+# The proxy's Python port waits 20 s for a server's answer unless told otherwise (tornado's default
+# request_timeout; the Node.js proxy waits without limit): nbgrader's Validate answers only once the whole
+# notebook ran, so the students' Validate would fail with an error page. One hour, as long as a notebook
+# may run (milliseconds on the command line).
+c.ConfigurableHTTPProxy.command = [str(BIN / "configurable-http-proxy"),
+                                   "--proxy-timeout", str(course_hub.PROXY_TIMEOUT_SECONDS * 1000)]
 c.ConfigurableHTTPProxy.pid_file = str(HUB_STATE / "jupyterhub-proxy.pid")
 
 # Login and groups (the authenticator sets a user's groups at every login: manage_groups)
@@ -118,7 +123,9 @@ c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
 c.Spawner.environment = {
     "PATH": PATH,
-    "JUPYTER_CONFIG_PATH": str(settings.jupyter_config),
+    # the users' own JupyterLab: nbgrader's Assignments panel and Validate button, not its instructor
+    # tools (the formgrader service has them), first, then what every server reads
+    "JUPYTER_CONFIG_PATH": os.pathsep.join([str(settings.user_lab_config), str(settings.jupyter_config)]),
     **kernel.KERNEL_ENVIRONMENT,  # memory growth, as the course kernel's own spec sets it
     # the per-student GPU cap the course kernel applies (course.gpu.MEMORY_LIMIT_VARIABLE; written out so
     # that tests/test_gpu_memory_cap.py sees both sides name it alike)
@@ -135,6 +142,7 @@ settings.exchange.mkdir(parents=True, exist_ok=True)
 settings.exchange.chmod(0o1777)
 settings.jupyter_config.mkdir(exist_ok=True)
 settings.jupyter_config.chmod(0o755)
+course_hub.write_lab_config(settings)
 (settings.jupyter_config / "nbgrader_config.py").write_text(
     "c = get_config()  # noqa: F821\n"
     f"c.CourseDirectory.course_id = {settings.course_id!r}\n"

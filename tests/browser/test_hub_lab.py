@@ -1,34 +1,59 @@
-"""A student's term on the class's hub in Chromium: launched from the LMS (the test LTI platform's pages
-post the login initiation and the signed id_token, as Canvas or Moodle do), in their own JupyterLab:
-the Assignments panel lists the released assignment, Fetch, the notebook answered and validated with
-nbgrader's Validate button, Submit; the instructor collects, grades and releases the feedback from a
-terminal of their server (as their Unix user); the panel's Fetch Feedback brings the student's page. A
-notebook of another student, opened by its URL, is refused. Root only, like tests/test_hub.py."""
+"""A term of assignment 01 on the class's hub, in Chromium: an instructor and two students, each in a
+browser of their own, launched from the test LMS's pages (the login initiation and the signed id_token
+posted by auto-submitting forms, as Canvas or Moodle do; the real LTI13Authenticator checks them).
+
+- The instructor opens the formgrader (the hub service) and releases 01 with its Release button.
+- Each student opens Nbgrader > Assignment List in their own JupyterLab (whose Nbgrader menu has no
+  Formgrader: the instructor's tools are the service's), fetches 01, answers the
+  `make_standardize` exercise in the notebook (ann correctly, ben with `reduce_retracing=True`, which
+  traces twice), presses Validate and submits.
+- The instructor collects with the formgrader's Collect button; `autograder grade` grades what was
+  collected, `autograder feedback --exchange` places the pages, `nbgrader release_feedback` releases
+  them (as the formgrader's Unix user, as in its terminal).
+- Each student presses Fetch Feedback and reads their score on their own page.
+- Ben is refused ann's notebook by its URL, through the contents API, and from a terminal of his own.
+
+The release is the repository's 01 under the `ci` profile (as in the other browser tests), so Validate
+runs the notebook in seconds. Root only, like tests/test_hub.py: the test makes its Unix users and
+removes them.
+"""
 
 from __future__ import annotations
 
+import csv
 import os
 import pwd
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from autograder.authoring.demo import type_in_solutions
 from tests.browser import lab_ui
-from tests.hub_server import BIN, ROOT, Hub, as_user, hub_folder, reachable_python, remove_unix_users
-from tests.lti_platform import Launch, Platform
-from tests.test_any_assignment import part
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS
+from tests.browser.courses import LAYOUT, student_copy
+from tests.hub_server import BIN, Hub, as_user, hub_folder, reachable_python, remove_unix_users
+from tests.lti_platform import Platform
 
 pytestmark = [pytest.mark.hub, pytest.mark.browser,
               pytest.mark.skipif(os.geteuid() != 0, reason="the hub makes Unix users and runs servers as them: needs root")]
 
-COURSE, ASSIGNMENT = "tf-internals", "ps1"
+COURSE, ASSIGNMENT = "tf-internals-lab", "01_session_vs_eager"
+NOTEBOOK = f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
+EXERCISE = "make_standardize"  # its test cell, test_make_standardize, is worth 2 points
 INSTRUCTOR, ANN, BEN = "7340001", "7340003", "7340004"
-USERS = (INSTRUCTOR, ANN, BEN, f"grader-{COURSE}-lab")
-ANSWER = "def scale(value):\n    return 2 * value"
+GRADER = f"grader-{COURSE}"  # the formgrader's Unix user, owner of the course directory
+USERS = (INSTRUCTOR, ANN, BEN, GRADER)
+WRONG = '''def make_standardize(features):
+    @tf.function(reduce_retracing=True)
+    def standardize(batch):
+        mean, variance = tf.nn.moments(batch, axes=[0])
+        return (batch - mean) / tf.sqrt(variance + EPSILON)
+    return standardize'''
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +61,7 @@ def hub():
     remove_unix_users(USERS)
     platform = Platform()
     with reachable_python(), hub_folder() as folder:
-        running = Hub(folder, platform, f"{COURSE}-lab", (INSTRUCTOR,))
+        running = Hub(folder, platform, COURSE, (INSTRUCTOR,))
         platform.hub_url = running.url
         running.platform = platform
         try:
@@ -47,92 +72,222 @@ def hub():
             remove_unix_users(USERS)
 
 
-def instructor(hub: Hub, *arguments: str, cwd: Path) -> None:
-    done = as_user(INSTRUCTOR, [str(BIN / "nbgrader"), *arguments], cwd, hub.state / "jupyter-config")
-    assert done.returncode == 0, f"nbgrader {' '.join(arguments)}:\n{done.stderr[-3000:]}"
+@pytest.fixture(scope="module")
+def course(hub) -> Path:
+    """The formgrader's course directory (made by the hub), with 01's source and its ci-profile release,
+    as an instructor's checkout has them after `make release`."""
+    folder = hub.folder / "course"
+    shutil.copytree(LAYOUT.source / ASSIGNMENT, folder / "source" / ASSIGNMENT)
+    student_copy(folder, [ASSIGNMENT])
+    # the hub's course id (not the course's own, so that this module and tests/test_hub.py can run at once)
+    with (folder / "nbgrader_config.py").open("a", encoding="utf-8") as config:
+        config.write(f"\nc.CourseDirectory.course_id = {COURSE!r}\n")
+    subprocess.run(["chown", "-R", f"{GRADER}:{GRADER}", str(folder)], check=True)
+    return folder
 
 
 @pytest.fixture(scope="module")
-def released(hub):
-    """The instructor launched, their course directory made and ps1 released from a terminal."""
-    assert Launch(hub.platform, hub.url, INSTRUCTOR, ["Instructor"]).run().status_code == 302
-    assert Launch(hub.platform, hub.url, BEN, ["Learner"]).run().status_code == 302
-    hub.spawn(INSTRUCTOR)
-    hub.spawn(BEN)
-    course = Path(pwd.getpwnam(INSTRUCTOR).pw_dir) / "course"
-    (course / "source" / ASSIGNMENT).mkdir(parents=True)
-    shutil.copyfile(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
-    # the hub's course id: the course directory's own configuration says the same
-    (course / "nbgrader_config.py").write_text((course / "nbgrader_config.py").read_text()
-                                               + f"\nc.CourseDirectory.course_id = {COURSE + '-lab'!r}\n")
-    nbformat.write(part(2), course / "source" / ASSIGNMENT / "ps1.ipynb")
-    subprocess.run(["chown", "-R", f"{INSTRUCTOR}:{INSTRUCTOR}", str(course)], check=True)
-    instructor(hub, "generate_assignment", ASSIGNMENT, cwd=course)
-    instructor(hub, "release_assignment", ASSIGNMENT, cwd=course)
-    return course
+def browsers():
+    """One Chromium, and a browser of its own (cookies, storage) for each user; their last screens are
+    saved as build/screenshots/hub-<user>.png."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        pages = {}
+        for user in (INSTRUCTOR, ANN, BEN):
+            page = chromium.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            page.set_default_timeout(60_000)
+            pages[user] = page
+        try:
+            yield pages
+        finally:
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            for user, page in pages.items():
+                page.screenshot(path=str(SCREENSHOTS / f"hub-{user}.png"))
+            chromium.close()
 
 
-def test_a_student_launches_fetches_validates_submits_and_reads_feedback_in_jupyterlab(hub, released, page):
-    page.goto(hub.platform.launch_url(ANN, ["Learner"]))
-    page.wait_for_url(re.compile(rf"/user/{ANN}/lab"), timeout=120_000)
+def launch(hub: Hub, page, user: str, roles: list[str]) -> None:
+    """`user` launched from the LMS's page into their JupyterLab, its menu bar shown."""
+    page.goto(hub.platform.launch_url(user, roles))
+    page.wait_for_url(re.compile(rf"/user/{user}/lab"), timeout=120_000)
     lab_ui.wait_visible(page, page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader"), "JupyterLab's menu bar")
 
+
+def formgrader_button(hub: Hub, page, column: str, done: str) -> None:
+    """On the formgrader's Manage Assignments page, the button in 01's row and `column` pressed, and the
+    dialog that says `done` closed."""
+    page.goto(f"{hub.url}/services/{COURSE}/formgrader/manage_assignments")
+    row = page.locator("tr", has=page.locator("td", has_text=ASSIGNMENT))
+    button = row.locator(f"td.{column} a")
+    lab_ui.wait_visible(page, button, f"the {column} button of {ASSIGNMENT} in the formgrader",
+                        timeout=lab_ui.KERNEL_TIMEOUT).first.click()
+    dialog = page.locator(".modal-dialog", has_text=done)
+    lab_ui.wait_visible(page, dialog, f"the formgrader's {done!r}", timeout=lab_ui.KERNEL_TIMEOUT)
+
+
+def assignment_list(page) -> None:
+    page.keyboard.press("Escape")  # a dialog left open (it may be closed already)
     lab_ui.menu(page, "Nbgrader", "Assignment List")
+
+
+def answer_and_validate(page, hub: Hub, student: str, answer: str) -> Path:
+    """Fetch 01 in the Assignments panel, open it, type `answer` into the exercise's cell, save, press
+    Validate. Returns the student's notebook."""
+    assignment_list(page)
     row = page.locator("#released_assignments_list .list_item", has_text=ASSIGNMENT)
     lab_ui.wait_visible(page, row, "the released assignment in the Assignments panel")
     row.first.get_by_role("button", name="Fetch").click()
     fetched = page.locator("#fetched_assignments_list .list_item", has_text=ASSIGNMENT)
     lab_ui.wait_visible(page, fetched, "the fetched assignment")
-    notebook = Path(pwd.getpwnam(ANN).pw_dir) / ASSIGNMENT / "ps1.ipynb"
-    assert notebook.stat().st_uid == pwd.getpwnam(ANN).pw_uid
+    notebook = Path(pwd.getpwnam(student).pw_dir) / NOTEBOOK
+    assert notebook.stat().st_uid == pwd.getpwnam(student).pw_uid, "the fetch did not run as the student"
 
-    lab_ui.open_notebook(page, f"{hub.url}/user/{ANN}/lab/tree/{ASSIGNMENT}/ps1.ipynb")
+    lab_ui.open_notebook(page, f"{hub.url}/user/{student}/lab/tree/{NOTEBOOK}")
     cells = nbformat.read(notebook, as_version=4).cells
-    index = next(i for i, cell in enumerate(cells) if cell.metadata.get("nbgrader", {}).get("solution"))
+    index = next(i for i, cell in enumerate(cells) if cell.metadata.get("nbgrader", {}).get("grade_id") == EXERCISE)
     editor = page.locator(lab_ui.CELLS).nth(index).locator(".cm-content")
     editor.scroll_into_view_if_needed()
     editor.click()
     page.keyboard.press("Control+a")
-    page.keyboard.insert_text(ANSWER)
-    saved = lab_ui.save_and_read(page, notebook).cells[index]
-    assert saved.source == ANSWER
+    page.keyboard.insert_text(answer)
+    assert lab_ui.save_and_read(page, notebook).cells[index].source == answer
     page.locator(".jp-NotebookPanel-toolbar .jp-ToolbarButton", has_text="Validate").first.click()
-    dialog = lab_ui.wait_visible(page, page.locator(".jp-Dialog-content", has_text="Validation"),
-                                 "nbgrader's validation dialog", timeout=lab_ui.KERNEL_TIMEOUT)
-    assert "Success! Your notebook passes all the tests." in dialog.first.inner_text(), dialog.first.inner_text()
-    page.keyboard.press("Escape")
+    return notebook
 
-    page.keyboard.press("Escape")  # the dialog closed (it may already be)
-    lab_ui.menu(page, "Nbgrader", "Assignment List")  # the notebook's URL opened a new JupyterLab page
+
+def validation(page) -> str:
+    """The text of nbgrader's validation dialog, once the server's validate call answered."""
+    dialog = lab_ui.wait_visible(page, page.locator(".jp-Dialog-content", has_text="Validation"),
+                                 "nbgrader's validation dialog", timeout=2 * lab_ui.KERNEL_TIMEOUT)
+    return dialog.first.inner_text()
+
+
+def submit(page) -> None:
+    assignment_list(page)
+    fetched = page.locator("#fetched_assignments_list .list_item", has_text=ASSIGNMENT)
     lab_ui.wait_visible(page, fetched, "the fetched assignment, with its Submit button")
     fetched.first.get_by_role("button", name="Submit").click()
     submitted = page.locator("#submitted_assignments_list .list_item", has_text=ASSIGNMENT)
     lab_ui.wait_visible(page, submitted, "the submission in the Assignments panel")
 
-    # the instructor collects, grades, and releases the feedback
-    instructor(hub, "collect", ASSIGNMENT, cwd=released)
-    out = hub.folder / "grading"
-    graded = subprocess.run([str(BIN / "autograder"), "grade", ASSIGNMENT, "--submissions", str(released / "submitted"),
-                             "--out", str(out), "--timeout", "120"], cwd=released, capture_output=True, text=True,
-                            timeout=600, env=dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}"))
-    assert graded.returncode == 0, graded.stderr[-3000:]
-    placed = subprocess.run([str(BIN / "autograder"), "feedback", ASSIGNMENT, "--grades-dir", str(out),
-                             "--exchange", str(released)], cwd=released, capture_output=True, text=True, timeout=300)
-    assert placed.returncode == 0, placed.stderr[-2000:]
-    subprocess.run(["chown", "-R", f"{INSTRUCTOR}:{INSTRUCTOR}", str(released / "feedback")], check=True)
-    instructor(hub, "release_feedback", ASSIGNMENT, cwd=released)
 
+def fetch_feedback(page, hub: Hub, student: str) -> str:
+    """Fetch Feedback pressed in the panel; the fetched page opened in the browser; returns its text."""
     page.reload()
     lab_ui.wait_visible(page, page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader"), "JupyterLab's menu bar")
-    lab_ui.menu(page, "Nbgrader", "Assignment List")
+    assignment_list(page)
     submitted = page.locator("#submitted_assignments_list .list_item", has_text=ASSIGNMENT)
     lab_ui.wait_visible(page, submitted, "the submission after the feedback was released")
     submitted.first.get_by_role("button", name="Fetch Feedback").click()
-    pages = Path(pwd.getpwnam(ANN).pw_dir) / ASSIGNMENT / "feedback"
     lab_ui.wait_visible(page, page.get_by_text("view feedback"), "the fetched feedback's link")
-    fetched_pages = list(pages.glob("*/ps1.html"))
-    assert len(fetched_pages) == 1 and "4.0" in fetched_pages[0].read_text(encoding="utf-8")
+    home = Path(pwd.getpwnam(student).pw_dir)
+    fetched = list((home / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html"))
+    assert len(fetched) == 1, f"{student}'s fetched feedback: {fetched}"
+    assert fetched[0].stat().st_uid == pwd.getpwnam(student).pw_uid
+    page.goto(f"{hub.url}/user/{student}/files/{fetched[0].relative_to(home).as_posix()}")
+    return page.inner_text("body")
 
-    # another student's notebook, by its URL, is refused
-    answer = page.goto(f"{hub.url}/user/{BEN}/lab/tree/{ASSIGNMENT}/ps1.ipynb")
-    assert answer.status == 403 or "403" in page.inner_text("body"), page.inner_text("body")[:500]
+
+def score(text: str) -> tuple[float, float]:
+    found = re.search(r"Score:\s*([\d.]+)\s*/\s*([\d.]+)", text)
+    assert found, f"no 'Score: x / y' on the feedback page:\n{text[:1500]}"
+    return float(found[1]), float(found[2])
+
+
+def in_terminal(page, command: str) -> None:
+    """A new terminal opened from File > New > Terminal, and `command` typed into it."""
+    page.locator(".lm-MenuBar-itemLabel", has_text="File").first.click()
+    page.locator(".lm-Menu-content .lm-Menu-itemLabel").get_by_text("New", exact=True).first.click()
+    entry = page.locator(".lm-Menu-content .lm-Menu-itemLabel").get_by_text("Terminal", exact=True)
+    lab_ui.wait_visible(page, entry, "File > New > Terminal").first.click()
+    terminal = page.locator(".jp-Terminal:not(.lm-mod-hidden) .xterm-helper-textarea")
+    lab_ui.wait_visible(page, page.locator(".jp-Terminal:not(.lm-mod-hidden) .xterm-screen"), "the terminal")
+    terminal.first.focus()
+    page.keyboard.type(command)
+    page.keyboard.press("Enter")
+
+
+def test_a_class_releases_answers_validates_submits_is_graded_and_reads_feedback_on_the_hub(hub, course, browsers):
+    teacher, ann, ben = browsers[INSTRUCTOR], browsers[ANN], browsers[BEN]
+
+    # the instructor launches from the LMS and releases 01 from the formgrader
+    launch(hub, teacher, INSTRUCTOR, ["Instructor"])
+    formgrader_button(hub, teacher, "release", f"Successfully released '{ASSIGNMENT}'")
+
+    # each student launches, fetches, answers and presses Validate; both validations run at once
+    source = nbformat.read(LAYOUT.source_notebook(ASSIGNMENT), as_version=4)
+    right = next(cell.source for cell in type_in_solutions(nbformat.read(course / "release" / NOTEBOOK, as_version=4),
+                                                              source).cells
+                 if cell.metadata.get("nbgrader", {}).get("grade_id") == EXERCISE)
+    launch(hub, ann, ANN, ["Learner"])
+    launch(hub, ben, BEN, ["Learner"])
+    # a student's Nbgrader menu has the Assignments panel, not the instructor's tools (the service has them)
+    ann.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").first.click()
+    items = ann.locator(".lm-Menu-content .lm-Menu-itemLabel")
+    lab_ui.wait_visible(ann, items.get_by_text("Assignment List", exact=True), "Nbgrader > Assignment List")
+    assert items.get_by_text("Formgrader", exact=True).count() == 0, items.all_inner_texts()
+    ann.keyboard.press("Escape")
+    answer_and_validate(ann, hub, ANN, right)
+    answer_and_validate(ben, hub, BEN, WRONG)
+    for page, passes in ((ann, True), (ben, False)):
+        text = validation(page)
+        assert text.startswith("Validation Results"), text[:3000]
+        # the dialog shows each failing test cell's source: the exercise's test calls _check_standardize
+        assert ("_check_standardize(" not in text) == passes, text[:3000]
+        assert "The following cell failed" in text, "the blank exercises were reported as passing"
+    submit(ann)
+    submit(ben)
+
+    # ben cannot find ann's submission in the exchange: the inbound folder cannot be listed
+    inbound = hub.state / "exchange" / COURSE / "inbound"
+    listing = subprocess.run(["runuser", "-u", BEN, "--", "ls", str(inbound)], capture_output=True, text=True)
+    assert listing.returncode != 0 and "Permission denied" in listing.stderr, (listing.returncode, listing.stdout)
+
+    # the instructor collects from the formgrader; the class is graded from what was collected
+    formgrader_button(hub, teacher, "collect", f"Successfully collected submissions of '{ASSIGNMENT}'")
+    for student in (ANN, BEN):
+        assert (course / "submitted" / student / ASSIGNMENT / "timestamp.txt").is_file()
+    out = hub.folder / "grading"
+    environment = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    graded = subprocess.run([str(BIN / "autograder"), "grade", ASSIGNMENT, "--submissions", str(course / "submitted"),
+                             "--out", str(out), "--workers", "2"], cwd=course, capture_output=True, text=True,
+                            timeout=600, env=environment)
+    assert graded.returncode == 0, graded.stderr[-3000:]
+    with (out / "grades.csv").open(newline="", encoding="utf-8") as handle:
+        rows = {row["student_id"]: row for row in csv.DictReader(handle)}
+    assert sorted(rows) == [ANN, BEN]
+    assert (float(rows[ANN]["score"]), float(rows[BEN]["score"])) == (2.0, 0.0), rows
+    for student in (ANN, BEN):
+        assert rows[student]["submitted_at"].startswith(("20", "21")), rows[student]  # nbgrader's timestamp
+    placed = subprocess.run([str(BIN / "autograder"), "feedback", ASSIGNMENT, "--grades-dir", str(out),
+                             "--exchange", str(course)], cwd=course, capture_output=True, text=True, timeout=300,
+                            env=environment)
+    assert placed.returncode == 0 and "2 feedback pages" in placed.stdout, (placed.stdout, placed.stderr[-2000:])
+    subprocess.run(["chown", "-R", f"{GRADER}:{GRADER}", str(course / "feedback")], check=True)
+    released = as_user(GRADER, [str(BIN / "nbgrader"), "release_feedback", ASSIGNMENT], course,
+                       hub.state / "jupyter-config")
+    assert released.returncode == 0, released.stderr[-3000:]
+
+    # each student fetches their feedback and reads their own score on it
+    maximum = float(rows[ANN]["max_score"])
+    assert score(fetch_feedback(ann, hub, ANN)) == (2.0, maximum)
+    assert score(fetch_feedback(ben, hub, BEN)) == (0.0, maximum)
+
+    # ben is refused ann's notebook: by its URL, through the contents API, and from his terminal
+    by_url = ben.goto(f"{hub.url}/user/{ANN}/lab/tree/{NOTEBOOK}")
+    assert by_url.status == 403, (by_url.status, ben.inner_text("body")[:500])
+    by_api = ben.request.get(f"{hub.url}/user/{ANN}/api/contents/{NOTEBOOK}")
+    assert by_api.status in (403, 404) and "make_standardize" not in by_api.text(), (by_api.status, by_api.text()[:300])
+    launch(hub, ben, BEN, ["Learner"])
+    theirs, out_file = Path(pwd.getpwnam(ANN).pw_dir) / NOTEBOOK, Path(pwd.getpwnam(BEN).pw_dir) / "tried.txt"
+    in_terminal(ben, f"cat {theirs} > ~/tried.part 2>&1; echo status=$? >> ~/tried.part; mv ~/tried.part ~/tried.txt")
+    deadline = time.monotonic() + 60
+    while not out_file.exists() and time.monotonic() < deadline:
+        ben.wait_for_timeout(200)
+    if not out_file.exists():
+        lab_ui.fail_with_page(ben, "the command typed into ben's terminal wrote nothing in 60 s")
+    tried = out_file.read_text(encoding="utf-8")
+    assert out_file.stat().st_uid == pwd.getpwnam(BEN).pw_uid, "ben's terminal did not run as ben"
+    assert "Permission denied" in tried and "status=1" in tried and "make_standardize" not in tried, tried
