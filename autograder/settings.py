@@ -3,7 +3,8 @@
     c.GradingSettings.timeout = 900          # in the course's nbgrader_config.py, or
     autograder grade 04_xla --timeout 900    # on the command line, on top of it
 
-Each trait has its type, its default and its help; `autograder grade`'s options are made from them
+Each trait has its type, its default and its help (and the tag `grade_key` when its value decides a
+grade: a kept row is used again only under the same values); `autograder grade`'s options are made from them
 (`autograder.cli`: `--<name>`, or the trait's `flag` tag, with its `metavar` tag), so the command line,
 the course's nbgrader configuration and the code read the same record. The record travels whole: to
 a worker in its job.json (`autograder.execution.protocol`), to a Dask task pickled; nbgrader gets it as
@@ -56,28 +57,28 @@ class GradingSettings(Configurable):
 
     profile = Enum(syllabus.PROFILES, default_value="grade",
                    help="the course profile whose parameters are injected over the student's parameters cell"
-                   ).tag(config=True)
+                   ).tag(config=True, grade_key=True)
     workers = Int(None, allow_none=True, help="submissions graded at once on this machine (default: one per core)"
                   ).tag(config=True, metavar="N")
     timeout = Float(600.0, help="wall-clock seconds per notebook: past it the notebook's kernel is killed "
-                                "(status timeout)").tag(config=True, metavar="SECONDS")
+                                "(status timeout)").tag(config=True, grade_key=True, metavar="SECONDS")
     cell_timeout = Int(None, allow_none=True,
                        help="seconds one cell may run (nbgrader's Execute.timeout): past it the cell is "
                             "interrupted (status timeout); default: Execute.timeout of the course's nbgrader "
-                            "configuration").tag(config=True, metavar="SECONDS")
+                            "configuration").tag(config=True, grade_key=True, metavar="SECONDS")
     memory_limit = Float(6.0, help="resident memory of a notebook's worker and kernel, in GB: past it both are "
-                                   "killed (status error)").tag(config=True, metavar="GB")
+                                   "killed (status error)").tag(config=True, grade_key=True, metavar="GB")
     force = Bool(False, help="re-grade submissions already graded with the same content").tag(config=True)
     sandbox = Enum(SANDBOX_MODES, default_value="auto",
                    help="a bubblewrap sandbox for every kernel: bwrap (fail when it cannot start one), none, or "
-                        "auto (bwrap when it works, else none, said so)").tag(config=True)
+                        "auto (bwrap when it works, else none, said so)").tag(config=True, grade_key=True)
     disk_limit = Float(Limits.disk_bytes / GB,
                        help="size of each kernel sandbox's /tmp (its working folder) and /dev/shm, and its largest "
-                            "file, in GB").tag(config=True, metavar="GB")
+                            "file, in GB").tag(config=True, grade_key=True, metavar="GB")
     task_limit = Int(Limits.tasks, help="processes and threads of a notebook's worker and kernel"
-                     ).tag(config=True, metavar="N")
+                     ).tag(config=True, grade_key=True, metavar="N")
     cpu_limit = Float(Limits.cpu_seconds, help="CPU seconds per process of a kernel's sandbox; 0: none (the wall "
-                                               "clock bounds it anyway)").tag(config=True, metavar="SECONDS")
+                                               "clock bounds it anyway)").tag(config=True, grade_key=True, metavar="SECONDS")
     scheduler = Unicode(None, allow_none=True,
                         help="run the notebooks on a dask.distributed cluster, e.g. tcp://head-node:8786"
                         ).tag(config=True, metavar="ADDRESS")
@@ -153,7 +154,7 @@ class GradingSettings(Configurable):
         """These settings as the configuration section that gives them back (`GradingSettings(config=...)`)."""
         return Config({type(self).__name__: self.trait_values(config=True)})
 
-    def key(self) -> list:
-        """What of these settings decides a notebook's grade (the re-run cache keys rows on it)."""
-        return [self.profile, self.timeout, self.cell_timeout, self.memory_limit, self.sandbox, self.disk_limit,
-                self.task_limit, self.cpu_limit]
+    def key(self) -> dict:
+        """What of these settings decides a notebook's grade, the traits tagged `grade_key` (the re-run
+        cache keys rows on it, with the course's files: `autograder.grading.cache`)."""
+        return {name: getattr(self, name) for name in sorted(self.trait_names(grade_key=True))}

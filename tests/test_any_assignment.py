@@ -167,3 +167,29 @@ def test_an_assignment_without_a_source_folder_is_refused_with_the_known_ones(gr
                           cwd=graded["course"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert "unknown assignment 'ps9'" in done.stderr and "ps1" in done.stderr, done.stderr
+
+
+def test_a_rerun_reuses_the_rows_until_the_course_configuration_changes(graded):
+    """Last in this module (it re-grades the class): a plain re-run reuses every row it can; after the
+    course's nbgrader_config.py changes (here nbgrader's cell timeout), the same command grades every
+    notebook again, with the same grades."""
+    options = ("--extensions", str(graded["base"] / "extensions.csv"),
+               "--submitted-at", str(graded["base"] / "times.csv"))
+    before = grades(graded["out"])
+    again = grade(graded["submissions"], graded["out"], graded["course"], *options)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert again.stdout.count("(unchanged, not re-graded)") == 5, again.stdout  # cy's missing part2 is read again
+    config = graded["course"] / "nbgrader_config.py"
+    original = config.read_text(encoding="utf-8")
+    config.write_text(original + "\nc.Execute.timeout = 61\n", encoding="utf-8")
+    try:
+        changed = grade(graded["submissions"], graded["out"], graded["course"], *options)
+    finally:
+        config.write_text(original, encoding="utf-8")
+    assert changed.returncode == 0, changed.stderr[-2000:]
+    assert "(unchanged, not re-graded)" not in changed.stdout, changed.stdout
+
+    def timeless(rows):
+        return {key: {column: value for column, value in row.items() if column != "seconds"} for key, row in rows.items()}
+
+    assert timeless(grades(graded["out"])) == timeless(before)

@@ -322,13 +322,13 @@ def test_the_cache_key_changes_with_the_submission_the_source_and_the_settings(t
     def submission(data: bytes) -> intake.Submission:
         return intake.Submission("ann", "ann", notebook_bytes=data)
 
-    cache = Cache(tmp_path / "rows", b"source", ["grade", 600])
+    cache = Cache(tmp_path / "rows", "source", ["grade", 600])
     first = submission(b"one")
     cache.put(first, Row("ann", "00", score=3.0))
     assert cache.get(submission(b"one")).score == 3.0
     assert cache.get(submission(b"two")) is None, "another submission"
-    assert Cache(tmp_path / "rows", b"source v2", ["grade", 600]).get(first) is None, "another source"
-    assert Cache(tmp_path / "rows", b"source", ["ci", 600]).get(first) is None, "other settings"
+    assert Cache(tmp_path / "rows", "source v2", ["grade", 600]).get(first) is None, "another source"
+    assert Cache(tmp_path / "rows", "source", ["ci", 600]).get(first) is None, "other settings"
 
 
 def test_the_report_draws_the_score_histogram_itself(tmp_path):
@@ -381,7 +381,7 @@ def test_a_row_the_grader_never_ran_is_not_cached_and_a_stopped_cluster_still_gi
     students = [intake.Submission(student, f"{student}/{name}", f"{student}'s notebook".encode())
                 for student in ("ada", "bo", "chen", "dora")]
     run = RunFolder(tmp_path / "out")
-    cache = Cache(run.rows_of(name), b"source", {"profile": "cpu"})
+    cache = Cache(run.rows_of(name), "source", {"profile": "cpu"})
     notebook = pipeline._Notebook(tmp_path / name, {"t": 2.0}, students, cache)
     graded = pipeline._Class("ps1", tmp_path, run, {name: notebook}, lateness.Term(), [])
     plan = pipeline._Plan([], [], {}, {})
@@ -409,7 +409,7 @@ def test_a_row_the_grader_never_ran_is_not_cached_and_a_stopped_cluster_still_gi
     assert "the cluster could not run it: KilledWorker: lost" in by_student["chen"].reason
     assert f"the cluster could not run it: {stop}" in by_student["dora"].reason
     # the next run: the rows that ran are reused, the two never run are graded (no row to reuse)
-    again = Cache(run.rows_of(name), b"source", {"profile": "cpu"})
+    again = Cache(run.rows_of(name), "source", {"profile": "cpu"})
     assert {submission.student_id: getattr(again.get(submission), "status", None) for submission in students} == {
         "ada": Status.GRADED, "bo": Status.ERROR, "chen": None, "dora": None}
     assert again.get(students[0]).reused and not again.get(students[0]).not_run
@@ -462,3 +462,49 @@ def test_a_feedback_page_is_kept_where_it_cannot_be_made_again_with_the_hand_gra
     kept = "the feedback page of ann is kept as it was made, without the hand grades (they are in grades.csv)"
     assert [(record.levelname, record.getMessage().split(":")[0]) for record in caplog.records] == [("WARNING", kept)]
     assert made.read_text(encoding="utf-8") == "made when graded"
+
+
+def test_every_file_the_grading_workspace_is_made_from_changes_the_key_of_kept_rows(tmp_path):
+    """A kept row is keyed on the hash the workspace is generated from (fast: no grading): the source
+    notebook, a data file beside it, the course's nbgrader_config.py (its Execute.timeout, its filters),
+    the autotests' templates and the header notebook it names all change it; a file elsewhere does not."""
+    from autograder.grading.pipeline import source_hash
+    from autograder.settings import GradingSettings
+
+    course = tmp_path / "course"
+    source = course / "source" / "ps1"
+    source.mkdir(parents=True)
+    (source / "ps1.ipynb").write_text("{}", encoding="utf-8")
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()\nc.IncludeHeaderFooter.header = 'header.ipynb'\n", encoding="utf-8")
+    (course / "header.ipynb").write_text("{}", encoding="utf-8")
+    (course / "autotests.yml").write_text("python: {}\n", encoding="utf-8")
+    settings = GradingSettings()
+    keys = [source_hash(source, course, settings)]
+    for path, text in ((source / "ps1.ipynb", '{"cells": []}'), (source / "data.csv", "x\n1\n"),
+                       (course / "nbgrader_config.py", (course / "nbgrader_config.py").read_text()
+                        + "c.Execute.timeout = 61\n"),
+                       (course / "autotests.yml", "python: {setup: 'import numpy'}\n"),
+                       (course / "header.ipynb", '{"cells": []}')):
+        path.write_text(text, encoding="utf-8")
+        keys.append(source_hash(source, course, settings))
+    assert len(set(keys)) == len(keys), "a change left the key as it was"
+    (course / "notes.txt").write_text("not read by nbgrader", encoding="utf-8")
+    (course / "source" / "ps2").mkdir()
+    (course / "source" / "ps2" / "ps2.ipynb").write_text("{}", encoding="utf-8")
+    assert source_hash(source, course, settings) == keys[-1], "a file grading does not read changed the key"
+
+
+def test_the_settings_that_decide_a_grade_are_in_the_key_and_no_other():
+    """Each trait tagged grade_key changes GradingSettings.key(); the others (where the class is read
+    from, how many workers, the late-penalty files) do not."""
+    from autograder.settings import GradingSettings
+
+    base = GradingSettings().key()
+    changed = {"profile": "ci", "timeout": 30.0, "cell_timeout": 7, "memory_limit": 2.0, "sandbox": "none",
+               "disk_limit": 0.5, "task_limit": 64, "cpu_limit": 5.0}
+    assert sorted(base) == sorted(changed)
+    for name, value in changed.items():
+        assert GradingSettings(**{name: value}).key() != base, name
+    for name, value in {"workers": 3, "force": True, "term": "term.toml", "roster": "roster.csv"}.items():
+        assert GradingSettings(**{name: value}).key() == base, name

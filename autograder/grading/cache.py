@@ -21,13 +21,15 @@ def safe_id(student_id: str) -> str:
 
 
 class Cache:
-    """Finished rows under `out/rows/`, valid for one content hash of (submission, source, settings):
-    `settings` is whatever else decides a row (JSON-able: the profile, the limits)."""
+    """Finished rows under `out/rows/`, valid for one content hash of (submission, course, settings):
+    `course` is the hash of everything the grading workspace is generated from (the assignment's source
+    folder and the course's files: `pipeline.source_hash`, the same hash that decides when the workspace
+    is generated again), `settings` whatever else decides a row (JSON-able: `GradingSettings.key()`)."""
 
-    def __init__(self, folder: Path, source_bytes: bytes, settings: object):
+    def __init__(self, folder: Path, course: str, settings: object):
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
-        self.salt = hashlib.sha256(source_bytes + json.dumps([__version__, ROW_FORMAT, settings]).encode()).hexdigest()
+        self.salt = hashlib.sha256(json.dumps([__version__, ROW_FORMAT, course, settings]).encode()).hexdigest()
 
     def key(self, submission: intake.Submission) -> str:
         return hashlib.sha256((self.salt + submission.content_hash).encode()).hexdigest()

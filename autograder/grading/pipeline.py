@@ -116,6 +116,7 @@ class _Class:
     by_hand: list[overrides.Override]
     groups: dict[str, groups.Group] = field(default_factory=dict)   # a group's submission's id -> the group
     names: dict[str, str] = field(default_factory=dict)   # student id -> name: the roster's, else the LMS download's
+    generated_from: str = ""   # source_hash: what the workspace is generated from, part of every kept row's key
 
     @property
     def columns(self) -> dict[str, float]:
@@ -177,10 +178,12 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
     the points set by hand; intake.csv. A group's member may stand for the group's submission in the
     term's files and the overrides: the group's row, and so every member's, gets the line."""
     run.root.mkdir(parents=True, exist_ok=True)
+    # one hash of what the workspace is generated from, for the workspace and for the rows kept
+    generated_from = source_hash(source_dir, source_dir.resolve().parent.parent, settings)
     key = settings.key()
     notebooks = {path.name: _Notebook(path, cell_points(nbformat.read(path, as_version=4)),
                                       intake.read_class(submissions, path.name, assignment_id),
-                                      Cache(run.rows_of(path.name), path.read_bytes(), key))
+                                      Cache(run.rows_of(path.name), generated_from, key))
                  for path in paths}
     class_list = roster.names(Path(settings.roster)) if settings.roster else None
     placed = groups.read(Path(settings.groups), class_list, settings.roster).check(
@@ -204,7 +207,7 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
         names |= group.names
     if class_list is not None:   # the instructor's class list wins over the names an LMS download carries
         names |= class_list
-    graded = _Class(assignment_id, source_dir, run, notebooks, term, [], placed, names)
+    graded = _Class(assignment_id, source_dir, run, notebooks, term, [], placed, names, generated_from)
     by_file = overrides.read(Path(settings.overrides), graded.columns, students | set(submission_of)) \
         if settings.overrides else []
     graded.by_hand = (formgrade.hand_grades(run, assignment_id, settings)   # the formgrader's first, the file's last
@@ -335,7 +338,7 @@ def _workspaces(graded: _Class, settings: GradingSettings, count: int) -> list[W
     course's files, and only when they changed since the last run (a stamp holds their hash); the
     others are copies. A shared gradebook (`db_url`) is generated into every time: it is not in the folder."""
     course_root = graded.source_dir.resolve().parent.parent
-    wanted = source_hash(graded.source_dir, course_root, settings)
+    wanted = graded.generated_from
     spaces = []
     for number in range(count):
         root = graded.run.workspace(number)
