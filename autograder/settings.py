@@ -51,6 +51,27 @@ def database_url(url: str) -> str:
     return url
 
 
+PASSWORD_VARIABLE = "PGPASSWORD"   # libpq reads the password from it when the URL has none
+
+
+def without_password(url: str) -> str:
+    """The database URL without its password, which goes to this process's environment instead, as
+    libpq's `PGPASSWORD`: the workers this process starts inherit it (their kernels do not:
+    `autograder.execution.provisioner`), and the URL that job.json, Dask tasks, the formgrader's
+    configuration and log lines carry holds no secret. A PostgreSQL URL only (libpq's variable)."""
+    from sqlalchemy.engine import URL, make_url
+
+    parsed = make_url(url)
+    if parsed.password is None:
+        return url
+    if not parsed.drivername.startswith("postgresql"):
+        raise ValueError(f"a password in a {parsed.drivername} database URL: only PostgreSQL's can be kept out of "
+                         "the run folder (in PGPASSWORD); give the URL without it")
+    os.environ[PASSWORD_VARIABLE] = str(parsed.password)
+    return URL.create(parsed.drivername, parsed.username, None, parsed.host, parsed.port, parsed.database,
+                      parsed.query).render_as_string(hide_password=False)
+
+
 class GradingSettings(Configurable):
     """The settings of `autograder grade`: the command line's options, and `c.GradingSettings.<name>` in
     the course's nbgrader_config.py (the options win)."""
@@ -122,7 +143,7 @@ class GradingSettings(Configurable):
 
     @validate("db_url")
     def _database_url(self, proposal):
-        return database_url(proposal["value"]) if proposal["value"] else proposal["value"]
+        return without_password(database_url(proposal["value"])) if proposal["value"] else proposal["value"]
 
     @validate("workers", "timeout", "memory_limit", "disk_limit", "task_limit", "cell_timeout", "similarity_top")
     def _positive(self, proposal):

@@ -63,8 +63,9 @@ def postgres_bin() -> Path:
 
 
 @contextlib.contextmanager
-def postgres(database: str = "gradebook") -> Iterator[str]:
-    """A throw-away PostgreSQL server; yields the SQLAlchemy URL of an empty database in it.
+def postgres(database: str = "gradebook", password: str | None = None) -> Iterator[str]:
+    """A throw-away PostgreSQL server; yields the SQLAlchemy URL of an empty database in it. With a
+    `password`, connections over TCP must give it (scram-sha-256; the URL holds it), else none is asked.
 
     PostgreSQL refuses to run as root: as root, the server runs as Debian's `postgres` user."""
     import psycopg2
@@ -78,15 +79,22 @@ def postgres(database: str = "gradebook") -> Iterator[str]:
     port = free_port()
     server = None
     try:
-        subprocess.run([*as_user, str(bin_dir / "initdb"), "-D", str(data), "-U", "grader", "--auth=trust",
+        authentication = ["--auth=trust"]
+        if password is not None:
+            (folder / "password").write_text(password, encoding="utf-8")
+            if as_user:
+                shutil.chown(folder / "password", "postgres", "postgres")
+            authentication = ["--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={folder / 'password'}"]
+        subprocess.run([*as_user, str(bin_dir / "initdb"), "-D", str(data), "-U", "grader", *authentication,
                         "-E", "UTF8", "--no-sync"], check=True, capture_output=True)
         with open(log, "wb") as handle:
             server = subprocess.Popen([*as_user, str(bin_dir / "postgres"), "-D", str(data), "-p", str(port),
                                        "-k", str(folder), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
                                       stdout=handle, stderr=subprocess.STDOUT)
-        _wait("PostgreSQL", lambda: psycopg2.connect(host="127.0.0.1", port=port, user="grader",
+        _wait("PostgreSQL", lambda: psycopg2.connect(host="127.0.0.1", port=port, user="grader", password=password,
                                                       dbname="postgres").close() or True, log=log)
-        yield create_database(f"postgresql+psycopg2://grader@127.0.0.1:{port}/postgres", database)
+        login = "grader" if password is None else f"grader:{password}"
+        yield create_database(f"postgresql+psycopg2://{login}@127.0.0.1:{port}/postgres", database)
     finally:
         if server:
             # SIGINT is PostgreSQL's fast shutdown; sent to the postmaster itself, not to runuser
@@ -102,7 +110,7 @@ def create_database(server_url: str, name: str) -> str:
     from sqlalchemy.engine import make_url
 
     url = make_url(server_url)
-    admin = psycopg2.connect(host=url.host, port=url.port, user=url.username, dbname="postgres")
+    admin = psycopg2.connect(host=url.host, port=url.port, user=url.username, password=url.password, dbname="postgres")
     admin.autocommit = True
     with admin.cursor() as cursor:
         cursor.execute(f'CREATE DATABASE "{name}"')

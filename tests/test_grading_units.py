@@ -5,6 +5,8 @@ pages that keep their words where they cannot be made again with the hand grades
 
 from __future__ import annotations
 
+import os
+
 import nbformat
 import pytest
 
@@ -508,3 +510,18 @@ def test_the_settings_that_decide_a_grade_are_in_the_key_and_no_other():
         assert GradingSettings(**{name: value}).key() != base, name
     for name, value in {"workers": 3, "force": True, "term": "term.toml", "roster": "roster.csv"}.items():
         assert GradingSettings(**{name: value}).key() == base, name
+
+
+def test_a_database_password_leaves_the_url_for_the_environment(monkeypatch):
+    """The settings keep the URL without its password, which goes to PGPASSWORD (fast: no database);
+    a password in a URL libpq does not read is refused."""
+    from autograder.settings import GradingSettings
+
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    monkeypatch.setenv("PGPASSWORD", "placeholder")  # so that monkeypatch removes what the settings set
+    settings = GradingSettings(db_url="postgresql://grader:s%40cret@db:5433/gradebook?sslmode=require")
+    assert settings.db_url == "postgresql+psycopg2://grader@db:5433/gradebook?sslmode=require"
+    assert os.environ["PGPASSWORD"] == "s@cret"
+    assert "s@cret" not in repr(settings.as_config()) and "cret" not in settings.db_url
+    with pytest.raises(Exception, match="only PostgreSQL's"):
+        GradingSettings(db_url="mysql://grader:secret@db/gradebook")

@@ -190,10 +190,20 @@ def test_formgrade_hands_what_follows_the_double_dash_to_jupyter_lab(graded):
     assert "written answers to grade" in done.stdout and done.stdout.strip().splitlines()[-1][0].isdigit()
 
 
+SECRET = "pw-Qx7-not-in-any-file"  # the gradebook server's password: it asks for it on every connection
+
+
 @pytest.fixture(scope="module")
 def gradebook_server():
-    with servers.postgres() as url:
+    with servers.postgres(password=SECRET) as url:
         yield url
+
+
+@pytest.fixture
+def no_password_left():
+    """The password `GradingSettings(db_url=...)` moves into this process's environment, removed after."""
+    yield
+    os.environ.pop("PGPASSWORD", None)
 
 
 def formgrader_saves(url: str, student: str, points: float, comment: str, both_open: threading.Barrier) -> None:
@@ -216,24 +226,33 @@ def formgrader_saves(url: str, student: str, points: float, comment: str, both_o
 @pytest.mark.filterwarnings(NBGRADER_AUTOFLUSH)
 def test_two_graders_on_the_shared_postgres_gradebook_both_keep_their_grades_through_force(graded, gradebook_server,
                                                                                            tmp_path, monkeypatch,
-                                                                                           capsys):
+                                                                                           capsys, no_password_left):
     """`autograder formgrade --db` prepares the class in the shared gradebook (the URL as the README
-    writes it); two graders, each in a formgrader of their own, grade ann's and cy's written answers
-    at the same moment; both grades are read back, and a `--force` re-grade into that gradebook
-    (ann and cy again, on two workers) keeps both there and in grades.csv. The class is this module's,
-    its run folder copied without its SQLite formgrader."""
+    writes it, with the server's password); two graders, each in a formgrader of their own, grade ann's
+    and cy's written answers at the same moment; both grades are read back, and a `--force` re-grade
+    into that gradebook (ann and cy again, on two workers) keeps both there and in grades.csv. The class
+    is this module's, its run folder copied without its SQLite formgrader. The password reaches the
+    workers (they grade) but no file of the run folder, no log line, and not the student's kernel (cy's
+    answer prints what its environment says)."""
     url = servers.create_database(gradebook_server, "formgrade")
     as_documented = url.replace("postgresql+psycopg2://", "postgresql://")
+    assert f":{SECRET}@" in as_documented
     out, subs = tmp_path / "out", tmp_path / "submissions"
     shutil.copytree(graded["out"], out, ignore=shutil.ignore_patterns("formgrade"))
     for student in ("ann", "cy"):
         shutil.copytree(graded["subs"] / student, subs / student)
+    peeking = nbformat.read(subs / "cy" / "ps1.ipynb", as_version=4)
+    answer = next(cell for cell in peeking.cells if cell.metadata.get("nbgrader", {}).get("grade_id") == "scale")
+    answer.source = 'import os\nprint("the kernel sees", os.environ.get("PGPASSWORD"))\n' + answer.source
+    nbformat.write(peeking, subs / "cy" / "ps1.ipynb")
     monkeypatch.setenv("COURSE_ROOT", str(graded["root"]))   # the command, in this process
     assert cli.main(["formgrade", ASSIGNMENT, "--grades-dir", str(out), "--db", as_documented, "--prepare-only"]) == 0
-    assert "2 written answers to grade (the shared gradebook)" in capsys.readouterr().out
+    said = capsys.readouterr()
+    assert "2 written answers to grade (the shared gradebook)" in said.out
     folder = RunFolder(out).formgrade_dir
     assert not (folder / "gradebook.db").exists()
-    assert f"CourseDirectory.db_url = {url!r}" in (folder / "nbgrader_config.py").read_text(), \
+    without = url.replace(f":{SECRET}@", "@")
+    assert f"CourseDirectory.db_url = {without!r}" in (folder / "nbgrader_config.py").read_text(), \
         "the formgrader in that folder opens the shared gradebook, with the driver the lock ships"
 
     both_open = threading.Barrier(2)
@@ -258,6 +277,10 @@ def test_two_graders_on_the_shared_postgres_gradebook_both_keep_their_grades_thr
         "the row is the autograde's, the hand grade applied after it"
     assert (rows["cy"].status, rows["cy"].score, rows["cy"].overrides) == \
         ("graded", 5.0, ["written_why: unscored -> 1 by formgrader (which factor?)"])
+    said = [said.out, said.err, *capsys.readouterr()]
+    assert "the kernel sees None" in rows["cy"].feedback.read_text(encoding="utf-8"), "cy's answer ran"
+    leaks = [path for path in out.rglob("*") if path.is_file() and SECRET.encode() in path.read_bytes()]
+    assert not leaks and not any(SECRET in text for text in said), leaks
     with Gradebook(url, COURSE_ID) as gradebook:
         for student, kept in {"ann": (1.5, "right, but why 2?"), "cy": (1.0, "which factor?")}.items():
             grade = gradebook.find_grade("written_why", "ps1", ASSIGNMENT, safe_id(student))

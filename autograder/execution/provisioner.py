@@ -8,8 +8,8 @@ of every student gets a fresh sandbox, built here on `LocalProvisioner`'s public
 
 - `pre_launch`: a private folder for the kernel's sockets; the kernel manager connects over Unix
   sockets in it (`transport = "ipc"`), so the sandbox needs no network;
-- `launch_kernel`: the submission's folder staged without its notebooks, and the kernel command
-  wrapped by `sandbox.command`;
+- `launch_kernel`: the gradebook's password left out of the kernel's environment; the submission's
+  folder staged without its notebooks, and the kernel command wrapped by `sandbox.command`;
 - `cleanup`: the private folder removed, and the kernel's lifetime (launch to cleanup) logged at
   DEBUG with the record's `kernel_seconds` (the worker adds them up: the kernel's own time on a job).
 
@@ -31,7 +31,7 @@ from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning import LocalProvisioner
 
 from autograder.execution import sandbox
-from autograder.settings import GradingSettings
+from autograder.settings import PASSWORD_VARIABLE, GradingSettings
 
 LIFETIME_LOG = logging.getLogger(__name__)
 
@@ -62,6 +62,9 @@ class SandboxProvisioner(LocalProvisioner):  # type: ignore[misc]
         return await super().pre_launch(**kwargs)
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
+        # the gradebook's password is the worker's (autograder.settings.without_password), never the kernel's
+        kwargs["env"] = {name: value for name, value in (kwargs.get("env") or os.environ).items()
+                         if name != PASSWORD_VARIABLE}
         if self.sandboxed:
             assert self.folder is not None
             folder = Path(self.folder.name)

@@ -30,6 +30,7 @@ import concurrent.futures
 import csv
 import hashlib
 import logging
+import os
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -50,7 +51,7 @@ from autograder.nbgrader_setup import config as course_config
 from autograder.nbgrader_setup.gradebook import database_problem
 from autograder.nbgrader_setup.workspace import Workspace
 from autograder.runfolder import INTAKE_COLUMNS, RunFolder
-from autograder.settings import GradingSettings
+from autograder.settings import PASSWORD_VARIABLE, GradingSettings
 
 log = logging.getLogger(__name__)
 STAMP = ".generated-from"
@@ -169,6 +170,9 @@ def _check(settings: GradingSettings) -> None:
     worker gets the same decision)."""
     if settings.db_url and (problem := database_problem(settings.db_url)):
         raise GradingError(problem)
+    if settings.db_url and settings.scheduler and os.environ.get(PASSWORD_VARIABLE):
+        log.warning("the gradebook's password (%s here) is not sent to the cluster's workers: give them %s or a "
+                    "~/.pgpass of their own", PASSWORD_VARIABLE, PASSWORD_VARIABLE)
     settings.sandbox = sandbox.mode(settings.sandbox)
 
 
