@@ -21,7 +21,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # makes a Unix user per student and starts each student's server as that user.
 HUB_SETTINGS ?= hub/class.toml
 
-.PHONY: hub run test test-fast test-gpu gpu-runner release release-check lab student-bundle doctor lock conda-lock clean venv bench bench-training bench-lessons bench-hub system-packages
+.PHONY: hub run grading-sandbox test test-fast test-gpu gpu-runner release release-check lab student-bundle doctor lock conda-lock clean venv bench bench-training bench-lessons bench-hub system-packages
 
 venv: $(STAMP)
 
@@ -45,8 +45,14 @@ hub: $(STAMP)
 	@test -f $(HUB_SETTINGS) || { echo "no $(HUB_SETTINGS): copy hub/class.example.toml to it and fill it in" >&2; exit 2; }
 	COURSE_HUB_SETTINGS=$(abspath $(HUB_SETTINGS)) $(BIN)/jupyterhub -f hub/jupyterhub_config.py
 
-run: $(STAMP)
+# Grading runs in a bubblewrap sandbox: installed first when missing (where that cannot be done, the
+# demo classes, the course's own solutions, are graded without one, and the run says so).
+run:
+	@$(MAKE) --no-print-directory -j2 venv grading-sandbox
 	$(BIN)/autograder course-run --profile $(PROFILE)
+
+grading-sandbox:
+	-@scripts/system-packages bubblewrap
 
 # Debian packages the tests use (bubblewrap, chromium, postgresql), installed when missing.
 system-packages:

@@ -98,6 +98,12 @@ class RunFolder:
         return self.root / "report.html"
 
     @property
+    def manifest(self) -> Path:
+        """run.json: what the last run was (`autograder.grading.pipeline.write`): its assignment and
+        notebooks, the kernel sandbox it ran in, the settings' key and the hash of what it was generated from."""
+        return self.root / "run.json"
+
+    @property
     def feedback_dir(self) -> Path:
         return self.root / "feedback"
 

@@ -91,8 +91,8 @@ class GradingSettings(Configurable):
                                    "killed (status error)").tag(config=True, grade_key=True, metavar="GB")
     force = Bool(False, help="re-grade submissions already graded with the same content").tag(config=True)
     sandbox = Enum(SANDBOX_MODES, default_value="auto",
-                   help="a bubblewrap sandbox for every kernel: bwrap (fail when it cannot start one), none, or "
-                        "auto (bwrap when it works, else none, said so)").tag(config=True, grade_key=True)
+                   help="a sandbox for every kernel: auto (the one this machine has: bwrap) or bwrap, both refusing "
+                        "to grade when it cannot start, naming the fix; none: no sandbox, chosen knowingly").tag(config=True, grade_key=True)
     disk_limit = Float(Limits.disk_bytes / GB,
                        help="size of each kernel sandbox's /tmp (its working folder) and /dev/shm, and its largest "
                             "file, in GB").tag(config=True, grade_key=True, metavar="GB")

@@ -4,6 +4,7 @@ notebooks with the same grade ids, one row per student and notebook, max_points.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -91,6 +92,12 @@ def test_an_assignment_the_syllabus_does_not_know_is_graded_and_the_run_says_so(
     done = graded["done"]
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "WARNING autograder: no profile for 'ps1' in the syllabus" in done.stderr, "a log line, with its level"
+    # the run says which sandbox the kernels had: the log's first line, the report, the manifest
+    assert "INFO autograder: kernel sandbox: bwrap" in done.stderr
+    assert "ran in a bubblewrap sandbox of its own" in (graded["out"] / "report.html").read_text(encoding="utf-8")
+    manifest = json.loads((graded["out"] / "run.json").read_text(encoding="utf-8"))
+    assert (manifest["assignment"], manifest["sandbox"], manifest["notebooks"]) == \
+        ("ps1", "bwrap", {"part1.ipynb": 4.0, "part2.ipynb": 4.0})
 
 
 def test_one_row_per_student_and_notebook(graded):

@@ -142,3 +142,19 @@ def test_a_failed_install_leaves_no_stamp_and_gpu_1_selects_the_gpu_venv_and_loc
     failed = subprocess.run(["make", "GPU=1", "venv", "PYTHON=false"], cwd=tmp_path, capture_output=True, text=True)
     assert failed.returncode != 0, "creating the venv with `false` must fail"
     assert not stamp.exists(), "the failed install left the old stamp: the next make would skip the install"
+
+
+def test_the_demo_class_is_graded_without_a_sandbox_only_where_none_can_start_and_says_so(monkeypatch, tmp_path):
+    """The course's own solutions may be graded unconfined where bwrap cannot start, and the run says
+    so first; where it can, the course's configured mode (which refuses when it cannot start)."""
+    from autograder import cli
+    from autograder.authoring import course_run
+    from autograder.execution import sandbox
+
+    monkeypatch.setattr(sandbox, "probe", lambda: "bwrap is not installed")
+    mode, why = course_run.demo_sandbox()
+    command = course_run.grade_command("01_session_vs_eager", BuildFolder(tmp_path), "ci", mode)
+    assert cli.settings_given(cli.parser().parse_args(command[command.index("grade"):]))["sandbox"] == "none"
+    assert why == "bwrap is not installed"
+    monkeypatch.setattr(sandbox, "probe", lambda: None)
+    assert course_run.demo_sandbox() == (None, None)

@@ -47,7 +47,7 @@ def graded_rows(tmp_path: Path, **settings) -> dict[str, dict[str, str]]:
     rows = [Row(student, "ps1", notebook=NAME, score=2.0, max_score=4.0, status=Status.GRADED)
             for student in ("12345", "23456")]
     pipeline.settle(graded, rows, chosen)
-    pipeline.write(graded, rows, [])
+    pipeline.write(graded, rows, [], chosen)
     with run.grades_csv.open(newline="", encoding="utf-8") as handle:
         return {line["student_id"]: line for line in csv.DictReader(handle)}
 

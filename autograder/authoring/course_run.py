@@ -21,6 +21,7 @@ import nbformat
 from course import gpu, runner, syllabus
 from course.layout import Layout
 from autograder.authoring import demo, release
+from autograder.execution import sandbox
 from autograder import pages
 from autograder.runfolder import BuildFolder, RunFolder, Status, read_grades, read_max_points
 
@@ -48,11 +49,23 @@ def tests_passed(executed: Path) -> tuple[int, int]:
     return len(passed), len(tests)
 
 
+def demo_sandbox() -> tuple[str | None, str | None]:
+    """The sandbox the demo classes are graded in, and why none when there is none: they are the
+    course's own solutions and release, so a machine where bwrap cannot start grades them without one
+    (`--sandbox none`), and says so; a student's class is never graded so unasked. (None, None): the
+    course's configured mode, which refuses when it cannot start."""
+    problem = sandbox.probe()
+    return ("none", problem) if problem else (None, None)
+
+
 def run(layout: Layout, profile: str = "ci", say: Callable[[str], None] = print) -> list[Line]:
     """Every assignment in syllabus order: execute it, then grade its demo class while the next one
     executes (two processes for two cores). `say` gets one line per assignment when it is done."""
     lines = []
     drift = release.drift(layout)
+    mode, why = demo_sandbox()
+    if why:
+        say(f"the demo classes (the course's own solutions and release) are graded WITHOUT a kernel sandbox: {why}")
     grading: DemoGrading | None = None
     for assignment_id in syllabus.ids():
         notebook = layout.source_notebook(assignment_id)
@@ -75,7 +88,7 @@ def run(layout: Layout, profile: str = "ci", say: Callable[[str], None] = print)
         line.problems += [problem for problem in drift if problem.startswith(f"release/{result.assignment}")]
         if grading:
             say(grading.finish())
-        grading = DemoGrading(layout, line, profile)
+        grading = DemoGrading(layout, line, profile, mode)
     if grading:
         say(grading.finish())
     return lines
@@ -91,13 +104,13 @@ def _shown(layout: Layout, path: Path | None) -> str:
         return str(path)
 
 
-def grade_command(assignment: str, build: BuildFolder, profile: str) -> list[str]:
+def grade_command(assignment: str, build: BuildFolder, profile: str, sandbox_mode: str | None = None) -> list[str]:
     """`autograder grade` for the demo class in `build`: one worker (it runs beside the notebooks'
-    execution); under the gpu profile as a GPU class is graded, with the gpu sizes (other profiles
-    grade with the `grade` profile, the command's default)."""
+    execution), in `sandbox_mode` when given (`demo_sandbox`); under the gpu profile as a GPU class is graded, with
+    the gpu sizes (other profiles grade with the `grade` profile, the command's default)."""
     command = [sys.executable, "-m", "autograder.cli", "grade", assignment, "--submissions",
                str(build.demo_submissions(assignment)), "--out", str(build.demo_grading(assignment).root),
-               "--workers", "1", "--force"]
+               "--workers", "1", "--force", *(["--sandbox", sandbox_mode] if sandbox_mode else [])]
     if profile == "gpu":
         command += ["--profile", "gpu"]
     return command
@@ -108,7 +121,7 @@ class DemoGrading:
     process of its own (started at once; `finish` waits for it): its output goes to
     `build/demo/<assignment>/grade.log`, its rows come from grades.csv."""
 
-    def __init__(self, layout: Layout, line: Line, profile: str = "ci"):
+    def __init__(self, layout: Layout, line: Line, profile: str = "ci", sandbox_mode: str | None = None):
         self.layout, self.line = layout, line
         self.build = BuildFolder(layout.build)
         self.out = self.build.demo(line.assignment)
@@ -122,7 +135,7 @@ class DemoGrading:
                          self.build.demo_submissions(line.assignment))
         with self.log.open("wb") as handle:
             self.process = subprocess.Popen(
-                grade_command(line.assignment, self.build, profile), cwd=layout.root, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                grade_command(line.assignment, self.build, profile, sandbox_mode), cwd=layout.root, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"))
 
     def finish(self) -> str:

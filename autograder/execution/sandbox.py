@@ -80,25 +80,29 @@ def probe() -> str | None:
 
 
 def mode(wanted: str = "auto") -> str:
-    """The sandbox kernels will get for the `wanted` mode: 'bwrap' or 'none'."""
+    """The sandbox kernels will get for the `wanted` mode: 'bwrap' or 'none'. Grading without one is
+    only ever chosen ('none'): 'auto' (the sandbox this machine has: bwrap, the only one today) and
+    'bwrap' refuse with the fix when bwrap cannot start."""
     wanted = (wanted or "auto").strip().lower()
     if wanted not in SANDBOX_MODES:
         raise SandboxUnavailable(f"sandbox mode {wanted!r}: expected one of {', '.join(SANDBOX_MODES)}")
     if wanted == "none":
         return "none"
     problem = probe()
-    if problem and wanted == "bwrap":
-        raise SandboxUnavailable(f"--sandbox bwrap, but {problem}")
-    return "none" if problem else "bwrap"
+    if problem:
+        raise SandboxUnavailable(
+            f"no kernel sandbox for the students' code: {problem}. Install bubblewrap (`make system-packages`, "
+            "or apt-get install bubblewrap) on a machine that allows user namespaces, or grade without a "
+            "sandbox, knowingly: --sandbox none (student code can then read and write what the grader can)")
+    return "bwrap"
 
 
 def describe(wanted: str = "auto") -> str:
-    """One line for the terminal: which sandbox the kernels get, or why they get none."""
+    """One line for the terminal: which sandbox the kernels get, or that they get none (asked for)."""
     if mode(wanted) == "bwrap":
         return ("kernel sandbox: bwrap, one per student (read-only system, no network, bounded /tmp, "
                 "processes and CPU time; the grading workspace and other students are out of sight)")
-    why = probe() if wanted != "none" else "--sandbox none"
-    return f"kernel sandbox: NONE ({why}): student code can read the grading workspace"
+    return "kernel sandbox: NONE (--sandbox none): student code can read the grading workspace"
 
 
 def _namespace_args() -> list[str]:

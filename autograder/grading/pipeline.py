@@ -29,6 +29,7 @@ from __future__ import annotations
 import concurrent.futures
 import csv
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -159,7 +160,7 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
     finally:
         executor.close()
     rows = settle(graded, rows, settings)
-    result = write(graded, rows, similar_pairs)
+    result = write(graded, rows, similar_pairs, settings)
     if stopped is not None:
         raise stopped   # grades.csv holds the rows done and the reason of each not run
     return result
@@ -315,14 +316,19 @@ def _member_row(run: RunFolder, row: Row, group: groups.Group, member: str) -> R
                    notes=list(row.notes), overrides=list(row.overrides), answers_to_grade=dict(row.answers_to_grade))
 
 
-def write(graded: _Class, rows: list[Row], similar: list[similarity.Comparison]) -> ClassResult:
-    """The class's result, with grades.csv, max_points.csv, similarity.csv and report.html written."""
+def write(graded: _Class, rows: list[Row], similar: list[similarity.Comparison], settings: GradingSettings) -> ClassResult:
+    """The class's result, with grades.csv, max_points.csv, similarity.csv, report.html and the run's
+    manifest (run.json) written."""
     similarity.write_csv(graded.run.similarity_csv, similar)
     result = ClassResult(graded.assignment_id, sorted(rows, key=lambda row: (row.student_id, row.notebook)),
                          list(graded.columns), sum(notebook.max_score for notebook in graded.notebooks.values()),
                          graded.run.root, notebooks={name: notebook.max_score
                                                      for name, notebook in graded.notebooks.items()},
-                         cell_points=graded.columns, similarity=similar)
+                         cell_points=graded.columns, similarity=similar, sandbox=settings.sandbox)
+    graded.run.manifest.write_text(json.dumps({
+        "assignment": graded.assignment_id, "notebooks": result.notebooks, "sandbox": settings.sandbox,
+        "settings": settings.key(), "generated_from": graded.generated_from, "autograder": __version__,
+    }, indent=2) + "\n", encoding="utf-8")
     grades_csv.write_csv(result)
     grades_csv.write_max_points(result)
     report.write_html(result)

@@ -59,6 +59,7 @@ class ClassResult:
     notebooks: dict[str, float] = field(default_factory=dict)     # notebook -> its max score
     cell_points: dict[str, float] = field(default_factory=dict)   # cell column -> its points
     similarity: list[Comparison] = field(default_factory=list)    # similar submissions, per notebook (flags only)
+    sandbox: str = ""               # the kernels' sandbox: "bwrap", or "none" (asked for); "" when not known
 
     @property
     def run(self) -> RunFolder:
