@@ -21,7 +21,7 @@ from course.layout import CourseRootNotFound, Layout
 from autograder.errors import AutograderError
 from autograder.runfolder import BuildFolder, RunFolder
 from autograder.settings import GradingSettings
-from traitlets import Bool, Enum, Float, Int
+from traitlets import Bool, Enum
 from traitlets.config import Config
 
 log = logging.getLogger("autograder")
@@ -47,8 +47,6 @@ def _grade(args) -> int:
         raise GradingError(f"--out {run.root} is inside the submissions folder, which grading never writes to")
     if settings.scheduler and settings.workers:
         raise GradingError("--workers sets the local workers; with --scheduler the cluster's workers run the notebooks")
-    settings.term = settings.term or _course_file(layout.root / "term.toml")
-    settings.overrides = settings.overrides or _course_file(layout.root / "overrides" / f"{args.assignment}.csv")
     result = grade_class(args.assignment, layout.source / args.assignment, submissions, run.root, settings=settings,
                          progress=(lambda line: None) if args.quiet else print)
     print("\n".join(report.summary_lines(result)))
@@ -58,10 +56,15 @@ def _grade(args) -> int:
 
 
 def _settings(layout: Layout, args) -> GradingSettings:
-    """The grading settings: the course's nbgrader configuration, the options given on top."""
+    """The grading settings of every command, built once and never changed: the course's own files
+    (term.toml, overrides/<assignment>.csv) where they exist, the course's nbgrader configuration on
+    top, the options given on top of both."""
     from autograder.nbgrader_setup.config import load_course_config
 
-    config = load_course_config(layout.root)
+    config = Config({GradingSettings.__name__: {name: str(path) for name, path in (
+        ("term", layout.root / "term.toml"),
+        ("overrides", layout.root / "overrides" / f"{args.assignment}.csv")) if path.is_file()}})
+    config.merge(load_course_config(layout.root))
     config.merge(Config({GradingSettings.__name__: args.settings}))
     return GradingSettings(config=config)
 
@@ -126,7 +129,7 @@ def _feedback(args) -> int:
         return _feedback_for_exchange(run, args)
     target = Path(args.out) if args.out else run.feedback_zip
     students = feedback_zip.students(run.root)
-    term = _term_for(layout, args, students)
+    term = _term_for(_settings(layout, args), args.assignment, students)
     released = feedback_zip.build(run.root, args.assignment, target, due=lateness.due_dates(term, args.assignment, students),
                                   include_results=args.test_results, now=datetime.now(timezone.utc))
     print(f"{target}: {released.pages} feedback pages of {released.students} students")
@@ -153,14 +156,14 @@ def _feedback_for_exchange(run, args) -> int:
     return 0
 
 
-def _term_for(layout: Layout, args, students: set[str]):
-    """The term file (`--term`, else the course's term.toml) with `--extensions` for `students` added."""
+def _term_for(settings: GradingSettings, assignment: str, students: set[str]):
+    """The settings' term file (`--term`, `c.GradingSettings.term`, else the course's term.toml) with
+    their per-student extensions for `students` added: the due dates `grade` used."""
     from autograder.grading import lateness
 
-    term_file = _course_file(layout.root / "term.toml", args.term)
-    term = lateness.read_term(Path(term_file) if term_file else None)
-    if args.extensions:
-        lateness.add_extensions(term, Path(args.extensions), args.assignment, students)
+    term = lateness.read_term(Path(settings.term) if settings.term else None)
+    if settings.extensions:
+        lateness.add_extensions(term, Path(settings.extensions), assignment, students)
     return term
 
 
@@ -177,7 +180,7 @@ def _solutions(args) -> int:
     now = lateness.parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc)
     run = _run_folder(layout, args.assignment, args.grades_dir)
     students = feedback_zip.students(run.root)
-    term = _term_for(layout, args, students)
+    term = _term_for(_settings(layout, args), args.assignment, students)
     released = solutions.build(run.root, args.assignment, source, due=lateness.due_dates(term, args.assignment, students),
                                now=now, config=load_course_config(layout.root),
                                target=Path(args.out) if args.out else None)
@@ -218,13 +221,6 @@ def _formgrade(args) -> int:
     os.chdir(prepared.root)
     os.execv(lab, [str(lab), *args.jupyter_args])
     return 0
-
-
-def _course_file(default: Path, given: str | None = None) -> str | None:
-    """The file an option names, else the course's own file when there is one (term.toml, overrides/)."""
-    if given:
-        return given
-    return str(default) if default.exists() else None
 
 
 def _release(args) -> int:
@@ -277,14 +273,14 @@ def _student_bundle(args) -> int:
 
 
 def _setting(name: str):
-    """An argparse type for the grading setting `name`: the text as the trait's type, checked by the
-    trait's own validation (a positive timeout, a known sandbox mode)."""
+    """An argparse type for the grading setting `name`: the text read by the trait itself (traitlets'
+    `from_string`, as its own command line reads it), checked by the trait's validation (a positive
+    timeout, a known sandbox mode)."""
     trait = GradingSettings.class_traits()[name]
-    kind = int if isinstance(trait, Int) else float if isinstance(trait, Float) else str
 
     def parse(text: str):
         try:
-            value = kind(text)
+            value = trait.from_string(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
         try:
@@ -368,8 +364,8 @@ def parser() -> argparse.ArgumentParser:
     fb.add_argument("--test-results", action="store_true",
                     help="add every graded test's name and result, hidden tests included (never their code), "
                          "for the students whose due date has passed")
-    fb.add_argument("--term", metavar="FILE", help="due dates (default: term.toml in the course root, if any)")
-    fb.add_argument("--extensions", metavar="CSV", help="per-student due dates: student_id,assignment,due")
+    add_setting(fb, "term")
+    add_setting(fb, "extensions")
     fb.add_argument("--grades-dir", metavar="DIR", help="the run's folder (default build/grading/<assignment>)")
     fb.add_argument("--out", metavar="ZIP", help="zip to write (default <run folder>/feedback.zip)")
     fb.add_argument("--exchange", metavar="COURSE_DIR",
@@ -380,8 +376,8 @@ def parser() -> argparse.ArgumentParser:
     sol = commands.add_parser("solutions", parents=[logs],
                               help="the reference solutions, hidden tests removed, for the students past their due date")
     sol.add_argument("assignment", help="assignment id (its source: source/<assignment>/, its run: build/grading/<assignment>/)")
-    sol.add_argument("--term", metavar="FILE", help="due dates (default: term.toml in the course root, if any)")
-    sol.add_argument("--extensions", metavar="CSV", help="per-student due dates: student_id,assignment,due")
+    add_setting(sol, "term")
+    add_setting(sol, "extensions")
     sol.add_argument("--now", metavar="WHEN", help="the time to compare due dates with, ISO 8601 with a UTC offset "
                                                   "(default: now)")
     sol.add_argument("--grades-dir", metavar="DIR", help="the run's folder (default build/grading/<assignment>)")

@@ -247,6 +247,15 @@ def test_the_command_releases_past_due_students_and_names_the_others(course, cap
                                                                           "cy/ps1-solution.ipynb"]
 
 
+def test_the_course_configuration_s_extensions_reach_the_command_as_they_reach_grade(course, capsys):
+    """c.GradingSettings.extensions in the course's nbgrader_config.py, no option: the same record as
+    `autograder grade` reads, so bob's extension holds here too."""
+    (course / "ext.csv").write_text("student_id,assignment,due\nbob,ps1,2027-03-01T23:59:00+01:00\n")
+    (course / "nbgrader_config.py").write_text(f"c = get_config()\nc.GradingSettings.extensions = {str(course / 'ext.csv')!r}\n")
+    assert cli.main(["solutions", "ps1", "--now", "2027-02-01T00:00:00Z"]) == 0
+    assert "withheld, not yet due: bob" in capsys.readouterr().out
+
+
 def test_now_defaults_to_the_current_time(course, capsys):
     (course / "term.toml").write_text('[due]\nps1 = "2999-01-01T00:00:00Z"\n')
     assert cli.main(["solutions", "ps1"]) == 0

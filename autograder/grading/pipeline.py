@@ -145,7 +145,7 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
     """Grade every notebook of the assignment for every student: one row per student and notebook.
     `progress` gets one line per row as it is known."""
     settings = settings or GradingSettings()
-    _check(settings)
+    sandbox_mode = _check(settings)
     paths = source_notebooks(assignment_id, source_dir)
     run = RunFolder(out, several=len(paths) > 1)
     executor = _executor(run, settings)   # local workers start (and import nbgrader) at once
@@ -160,21 +160,22 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
     finally:
         executor.close()
     rows = settle(graded, rows, settings)
-    result = write(graded, rows, similar_pairs, settings)
+    result = write(graded, rows, similar_pairs, settings, sandbox_mode)
     if stopped is not None:
         raise stopped   # grades.csv holds the rows done and the reason of each not run
     return result
 
 
-def _check(settings: GradingSettings) -> None:
-    """What must hold before any work: a reachable gradebook server, the sandbox decided once (every
-    worker gets the same decision)."""
+def _check(settings: GradingSettings) -> str:
+    """What must hold before any work: a reachable gradebook server, a kernel sandbox that starts (or
+    none, asked for). Returns the sandbox the kernels get ('bwrap' or 'none'); every kernel's
+    provisioner decides the same from the same setting."""
     if settings.db_url and (problem := database_problem(settings.db_url)):
         raise GradingError(problem)
     if settings.db_url and settings.scheduler and os.environ.get(PASSWORD_VARIABLE):
         log.warning("the gradebook's password (%s here) is not sent to the cluster's workers: give them %s or a "
                     "~/.pgpass of their own", PASSWORD_VARIABLE, PASSWORD_VARIABLE)
-    settings.sandbox = sandbox.mode(settings.sandbox)
+    return sandbox.mode(settings.sandbox)
 
 
 def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder, submissions: Path,
@@ -316,17 +317,18 @@ def _member_row(run: RunFolder, row: Row, group: groups.Group, member: str) -> R
                    notes=list(row.notes), overrides=list(row.overrides), answers_to_grade=dict(row.answers_to_grade))
 
 
-def write(graded: _Class, rows: list[Row], similar: list[similarity.Comparison], settings: GradingSettings) -> ClassResult:
+def write(graded: _Class, rows: list[Row], similar: list[similarity.Comparison], settings: GradingSettings,
+          sandbox_mode: str = "") -> ClassResult:
     """The class's result, with grades.csv, max_points.csv, similarity.csv, report.html and the run's
-    manifest (run.json) written."""
+    manifest (run.json) written; `sandbox_mode` is the sandbox the kernels got (`_check`)."""
     similarity.write_csv(graded.run.similarity_csv, similar)
     result = ClassResult(graded.assignment_id, sorted(rows, key=lambda row: (row.student_id, row.notebook)),
                          list(graded.columns), sum(notebook.max_score for notebook in graded.notebooks.values()),
                          graded.run.root, notebooks={name: notebook.max_score
                                                      for name, notebook in graded.notebooks.items()},
-                         cell_points=graded.columns, similarity=similar, sandbox=settings.sandbox)
+                         cell_points=graded.columns, similarity=similar, sandbox=sandbox_mode)
     graded.run.manifest.write_text(json.dumps({
-        "assignment": graded.assignment_id, "notebooks": result.notebooks, "sandbox": settings.sandbox,
+        "assignment": graded.assignment_id, "notebooks": result.notebooks, "sandbox": sandbox_mode,
         "settings": settings.key(), "generated_from": graded.generated_from, "autograder": __version__,
     }, indent=2) + "\n", encoding="utf-8")
     grades_csv.write_csv(result)
