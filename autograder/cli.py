@@ -13,7 +13,6 @@ import argparse
 import logging
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from course import syllabus
@@ -31,7 +30,8 @@ ERRORS = (AutograderError, CourseRootNotFound, syllabus.UnknownAssignmentError, 
 def _grade(args) -> int:
     from autograder.execution import sandbox
     from autograder.grading import report
-    from autograder.grading.pipeline import GradingError, grade_class
+    from autograder.grading.assignment import GradingError
+    from autograder.grading.pipeline import grade_class
 
     layout = Layout.find()
     settings = _settings(layout, args)
@@ -71,7 +71,7 @@ def _settings(layout: Layout, args) -> GradingSettings:
 
 def _source_folder(layout: Layout, assignment: str) -> Path:
     """`source/<assignment>/`, or a GradingError that lists the assignments there are."""
-    from autograder.grading.pipeline import GradingError
+    from autograder.grading.assignment import GradingError
 
     if not (layout.source / assignment).is_dir():
         known = sorted(path.name for path in layout.source.iterdir() if path.is_dir()) if layout.source.is_dir() else []
@@ -129,7 +129,7 @@ def _feedback(args) -> int:
         return _feedback_for_exchange(run, args)
     target = Path(args.out) if args.out else run.feedback_zip
     students = feedback_zip.students(run.root)
-    term = _term_for(_settings(layout, args), args.assignment, students)
+    term = lateness.class_term(_settings(layout, args), args.assignment, students)
     released = feedback_zip.build(run.root, args.assignment, target, due=lateness.due_dates(term, args.assignment, students),
                                   include_results=args.test_results, now=datetime.now(timezone.utc))
     print(f"{target}: {released.pages} feedback pages of {released.students} students")
@@ -156,17 +156,6 @@ def _feedback_for_exchange(run, args) -> int:
     return 0
 
 
-def _term_for(settings: GradingSettings, assignment: str, students: set[str]):
-    """The settings' term file (`--term`, `c.GradingSettings.term`, else the course's term.toml) with
-    their per-student extensions for `students` added: the due dates `grade` used."""
-    from autograder.grading import lateness
-
-    term = lateness.read_term(Path(settings.term) if settings.term else None)
-    if settings.extensions:
-        lateness.add_extensions(term, Path(settings.extensions), assignment, students)
-    return term
-
-
 def _solutions(args) -> int:
     from datetime import datetime, timezone
 
@@ -180,7 +169,7 @@ def _solutions(args) -> int:
     now = lateness.parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc)
     run = _run_folder(layout, args.assignment, args.grades_dir)
     students = feedback_zip.students(run.root)
-    term = _term_for(_settings(layout, args), args.assignment, students)
+    term = lateness.class_term(_settings(layout, args), args.assignment, students)
     released = solutions.build(run.root, args.assignment, source, due=lateness.due_dates(term, args.assignment, students),
                                now=now, config=load_course_config(layout.root),
                                target=Path(args.out) if args.out else None)
@@ -196,7 +185,7 @@ def _solutions(args) -> int:
 def _formgrade(args) -> int:
     from autograder.grading import formgrade
     from autograder.grading.cache import stored_rows
-    from autograder.grading.pipeline import GradingError, source_notebooks
+    from autograder.grading.assignment import GradingError
     from autograder.nbgrader_setup.gradebook import database_problem
 
     layout = Layout.find()
@@ -204,8 +193,7 @@ def _formgrade(args) -> int:
     if settings.db_url and (problem := database_problem(settings.db_url)):
         raise GradingError(problem)
     source = layout.source / args.assignment
-    run = replace(_run_folder(layout, args.assignment, args.grades_dir),
-                  several=len(source_notebooks(args.assignment, source)) > 1)
+    run = RunFolder.open(_run_folder(layout, args.assignment, args.grades_dir).root)
     rows = stored_rows(run.rows_dir)
     if not rows:
         raise GradingError(f"no graded rows in {run.rows_dir}: run `autograder grade {args.assignment}` first")

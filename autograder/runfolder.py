@@ -5,7 +5,7 @@ run is a property here, so a rename is one line.
     run.grades_csv, run.feedback_page("jane", "01_session_vs_eager.ipynb"), run.column(notebook, "test_1")
 
 A run folder holds:
-- `grades.csv`      one row per student and notebook: `GRADES_COLUMNS`, then one column per graded cell
+- `grades.csv`      one row per student and notebook: `GradesLine`'s columns, then one column per graded cell
                     (`column`: the cell's grade id, `<notebook>:<grade id>` when the assignment has
                     several notebooks); read back into typed rows by `read_grades`
 - `max_points.csv`  what the score and every cell column are out of
@@ -29,15 +29,13 @@ A run folder holds:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from pathlib import Path
 
 from autograder import csvfile
 
-GRADES_COLUMNS = ("student_id", "name", "group", "assignment", "notebook", "submitted_at", "lms_late", "late_by",
-                  "raw_score", "penalty", "score", "max_score", "status", "reason", "overrides", "seconds")
-ADDED_GRADES_COLUMNS = ("name", "group", "lms_late")   # a grades.csv written before them is read without them
 MAX_POINTS_COLUMNS = ("column", "max_points")
 INTAKE_COLUMNS = ("student_id", "notebook", "lms", "name", "late_marked", "origin", "reupload", "problem")
 
@@ -65,6 +63,20 @@ def stem(notebook: str) -> str:
 class RunFolder:
     root: Path
     several: bool = False        # the assignment has several notebooks: names per notebook
+
+    @classmethod
+    def open(cls, root: Path) -> "RunFolder":
+        """The run folder a grading run left at `root`, named per notebook as that run named it: its
+        manifest (run.json) says how many notebooks it graded; a run without one (an older version's)
+        by the notebooks its grades.csv lists."""
+        manifest = cls(root).manifest
+        if manifest.is_file():
+            notebooks = json.loads(manifest.read_text(encoding="utf-8"))["notebooks"]
+        elif cls(root).grades_csv.is_file():
+            notebooks = {line.notebook for line in read_grades(cls(root).grades_csv)}
+        else:   # nothing graded there yet: the command that reads it says so
+            notebooks = {}
+        return cls(root, several=len(notebooks) > 1)
 
     def column(self, notebook: str, cell: str) -> str:
         """A graded cell's column in grades.csv: its grade id, after the notebook's name when there are several."""
@@ -193,44 +205,83 @@ class BuildFolder:
         return self.root / "student-bundle.zip"
 
 
+ADDED = {"added": True}   # a column a grades.csv of an older version lacks: read as empty
+
+
 @dataclass(frozen=True)
 class GradesLine:
-    """One row of grades.csv, typed."""
+    """One row of grades.csv, typed: its fields, in order, are the columns before the cells' (a new
+    column is a new field here, and an attribute of the same name on the rows that grading writes:
+    `grades_cells` writes it, `read_grades` reads it, both from this record's fields and types)."""
     student_id: str
-    name: str                          # empty when intake knew none
-    group: str                         # the group whose submission it is; empty for an individual
-    assignment: str
-    notebook: str
-    submitted_at: str
-    lms_late: bool                     # the LMS's download marked it late
-    late_by: float | None              # None: the student has no due date
-    raw_score: float
-    penalty: float
-    score: float
-    max_score: float
-    status: Status
-    reason: str
-    overrides: str
-    seconds: float
-    cells: dict[str, float | None]     # cell column -> points; None: not scored (an empty cell)
+    name: str = field(metadata=ADDED)        # empty when intake knew none
+    group: str = field(metadata=ADDED)       # the group whose submission it is; empty for an individual
+    assignment: str = ""
+    notebook: str = ""
+    submitted_at: str = ""
+    lms_late: bool = field(default=False, metadata=ADDED)   # the LMS's download marked it late: "yes" or empty
+    late_by: float | None = None       # seconds late; None (empty): the student has no due date
+    raw_score: float = 0.0
+    penalty: float = 0.0
+    score: float = 0.0
+    max_score: float = 0.0
+    status: Status = Status.GRADED
+    reason: str = ""
+    overrides: str = ""                # points set by hand, "; " between them
+    seconds: float = 0.0
+    cells: dict[str, float | None] = field(default_factory=dict)   # cell column -> points; None: not scored
+
+
+_COLUMN_FIELDS = [column for column in fields(GradesLine) if column.name != "cells"]
+GRADES_COLUMNS = tuple(column.name for column in _COLUMN_FIELDS)
+ADDED_GRADES_COLUMNS = tuple(column.name for column in _COLUMN_FIELDS if column.metadata.get("added"))
+
+
+def _text(value) -> str:
+    """A value as grades.csv writes it."""
+    if value is None or value is False:
+        return ""
+    if value is True:
+        return "yes"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return "; ".join(value)
+    return str(value)
+
+
+def grades_cells(row, cell_columns: list[str]) -> list[str]:
+    """One line of grades.csv for `row` (anything with GradesLine's column names as attributes, and
+    `cells`: column -> points), its cell columns in `cell_columns`' order."""
+    return ([_text(getattr(row, name)) for name in GRADES_COLUMNS]
+            + [_text(float(row.cells[cell])) if cell in row.cells and row.cells[cell] is not None else ""
+               for cell in cell_columns])
+
+
+def _value(line: csvfile.Line, name: str, kind: str):
+    """Column `name` of `line` as GradesLine's field type `kind` says (its annotation's text)."""
+    text = line[name]
+    if kind == "bool":
+        if text not in ("yes", ""):
+            raise csvfile.BadLine(f"{name} {text!r} is neither 'yes' nor empty")
+        return text == "yes"
+    if kind == "float | None":
+        return csvfile.number(line, name) if text else None
+    if kind == "float":
+        return csvfile.number(line, name)
+    if kind == "Status":
+        try:
+            return Status(text)
+        except ValueError:
+            raise csvfile.BadLine(f"{name} {text!r} is not one of {', '.join(Status)}") from None
+    return text
 
 
 def _grades_line(line: csvfile.Line) -> GradesLine:
-    try:
-        status = Status(line["status"])
-    except ValueError:
-        raise csvfile.BadLine(f"status {line['status']!r} is not one of {', '.join(Status)}") from None
-    if line["lms_late"] not in ("yes", ""):
-        raise csvfile.BadLine(f"lms_late {line['lms_late']!r} is neither 'yes' nor empty")
-    numbers = {name: csvfile.number(line, name) for name in ("raw_score", "penalty", "score", "max_score", "seconds")}
-    cells = {}
-    for column, value in line.values.items():
-        if column not in GRADES_COLUMNS:
-            cells[column] = csvfile.number(line, column) if value else None
-    return GradesLine(line["student_id"], line["name"], line["group"], line["assignment"], line["notebook"],
-                      line["submitted_at"], lms_late=line["lms_late"] == "yes",
-                      late_by=csvfile.number(line, "late_by") if line["late_by"] else None,
-                      status=status, reason=line["reason"], overrides=line["overrides"], cells=cells, **numbers)
+    cells = {column: csvfile.number(line, column) if value else None
+             for column, value in line.values.items() if column not in GRADES_COLUMNS}
+    return GradesLine(**{column.name: _value(line, column.name, str(column.type)) for column in _COLUMN_FIELDS},
+                      cells=cells)
 
 
 def read_grades(path: Path) -> list[GradesLine]:

@@ -82,9 +82,10 @@ def test_the_run_prints_one_line_per_assignment_and_grades_while_the_next_execut
         return runner.RunResult(assignment_id, "ok", 1.0, None, None, "", output.with_suffix(".kernel.log"))
 
     class Grading:
-        def __init__(self, layout, line, profile):
+        def __init__(self, layout, line, profile, sandbox_mode):
             self.line = line
             assert profile == "ci", "the demo class is graded for the profile the run executes"
+            assert sandbox_mode is None, "bwrap starts here: the demo class is graded in the configured sandbox"
             events.append(f"start grading {line.assignment}")
 
         def finish(self):

@@ -470,7 +470,7 @@ def test_every_file_the_grading_workspace_is_made_from_changes_the_key_of_kept_r
     """A kept row is keyed on the hash the workspace is generated from (fast: no grading): the source
     notebook, a data file beside it, the course's nbgrader_config.py (its Execute.timeout, its filters),
     the autotests' templates and the header notebook it names all change it; a file elsewhere does not."""
-    from autograder.grading.pipeline import source_hash
+    from autograder.grading.assignment import source_hash
     from autograder.settings import GradingSettings
 
     course = tmp_path / "course"
@@ -525,3 +525,23 @@ def test_a_database_password_leaves_the_url_for_the_environment(monkeypatch):
     assert "s@cret" not in repr(settings.as_config()) and "cret" not in settings.db_url
     with pytest.raises(Exception, match="only PostgreSQL's"):
         GradingSettings(db_url="mysql://grader:secret@db/gradebook")
+
+
+def test_every_grades_csv_column_is_written_and_read_back_from_the_one_record(tmp_path):
+    """Each column of runfolder.GradesLine, given a value other than its default, goes through the writer
+    (from a grading Row's attribute of the same name) and back through the reader unchanged (fast)."""
+    import dataclasses
+
+    from autograder.grading import grades_csv
+    from autograder.grading.results import ClassResult, Row
+    from autograder.runfolder import GRADES_COLUMNS, GradesLine, Status, read_grades
+
+    samples = {"str": "x y", "bool": True, "float | None": 90.5, "float": 2.5, "Status": Status.TIMEOUT}
+    given = {column.name: samples[str(column.type)] for column in dataclasses.fields(GradesLine)
+             if column.name != "cells"}
+    assert tuple(given) == GRADES_COLUMNS
+    row = Row(**{**given, "overrides": ["a: 1 -> 0 by TA", "b: 2 -> 1 by TA"]}, cells={"test_a": 1.5})
+    result = ClassResult("x y", [row], ["test_a", "test_b"], 4.0, tmp_path)
+    read = read_grades(grades_csv.write_csv(result))
+    assert read == [GradesLine(**{**given, "overrides": "a: 1 -> 0 by TA; b: 2 -> 1 by TA"},
+                               cells={"test_a": 1.5, "test_b": None})]

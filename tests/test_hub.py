@@ -122,7 +122,9 @@ def test_each_student_server_runs_as_their_own_unix_user_and_cannot_read_another
     environment = servers[0].environ()
     assert environment.get("TF_FORCE_GPU_ALLOW_GROWTH") == "true"
     assert environment.get("COURSE_GPU_MEMORY_LIMIT_MB") == "2048"
-    assert environment.get("JUPYTER_CONFIG_PATH") == str(hub.state / "jupyter-config")
+    # the users' own lab configuration (no instructor tools) first, then what every server reads
+    assert environment.get("JUPYTER_CONFIG_PATH") == os.pathsep.join(
+        [str(hub.state / "jupyter-config" / "user-servers"), str(hub.state / "jupyter-config")])
 
 
 def test_servers_read_nbgrader_exchange_configuration_from_the_state_folder(hub, launched):

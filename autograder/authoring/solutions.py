@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import shutil
 import zipfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -32,7 +32,7 @@ from nbgrader.preprocessors import ClearHiddenTests, ClearMarkScheme, ClearOutpu
 from traitlets.config import Config
 
 from autograder.errors import AutograderError
-from autograder.grading.pipeline import source_notebooks
+from autograder.grading.assignment import source_notebooks
 from autograder.lms import feedback_zip
 from autograder.runfolder import RunFolder, read_grades, read_intake
 
@@ -86,8 +86,8 @@ def build(out: Path, assignment: str, source_dir: Path, *, due: dict[str, dateti
     `target` (default `<out>/solutions.zip`). Both are rewritten on every call."""
     if due is None:
         raise SolutionsError(f"no due date for {assignment} in the term file: solutions are released only after it")
-    lines = read_grades(RunFolder(out).grades_csv)
-    run = replace(RunFolder(out), several=len({line.notebook for line in lines}) > 1)
+    run = RunFolder.open(out)
+    lines = read_grades(run.grades_csv)
     target = target or run.solutions_zip
     notebooks = {path.name: path for path in source_notebooks(assignment, source_dir)}
     unknown = sorted({line.notebook for line in lines} - set(notebooks))

@@ -23,7 +23,7 @@ def safe_id(student_id: str) -> str:
 class Cache:
     """Finished rows under `out/rows/`, valid for one content hash of (submission, course, settings):
     `course` is the hash of everything the grading workspace is generated from (the assignment's source
-    folder and the course's files: `pipeline.source_hash`, the same hash that decides when the workspace
+    folder and the course's files: `assignment.source_hash`, the same hash that decides when the workspace
     is generated again), `settings` whatever else decides a row (JSON-able: `GradingSettings.key()`)."""
 
     def __init__(self, folder: Path, course: str, settings: object):

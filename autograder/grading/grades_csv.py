@@ -1,5 +1,6 @@
-"""Writes grades.csv (one row per student and notebook, `runfolder.GRADES_COLUMNS` first, then one
-column per graded cell; `lms_late` is `yes` or empty, `late_by` empty when the student has no due date)
+"""Writes grades.csv (one row per student and notebook, the columns of `runfolder.GradesLine` first,
+written by `runfolder.grades_cells` from the row's attributes of the same names, then one column per
+graded cell; `lms_late` is `yes` or empty, `late_by` empty when the student has no due date)
 and max_points.csv (what each of those columns is out of, so a spreadsheet can compute rates).
 `autograder.runfolder.read_grades` reads grades.csv back."""
 
@@ -9,7 +10,7 @@ import csv
 from pathlib import Path
 
 from autograder.grading.results import ClassResult
-from autograder.runfolder import GRADES_COLUMNS, MAX_POINTS_COLUMNS
+from autograder.runfolder import GRADES_COLUMNS, MAX_POINTS_COLUMNS, grades_cells
 
 
 def write_csv(result: ClassResult, path: Path | None = None) -> Path:
@@ -19,11 +20,7 @@ def write_csv(result: ClassResult, path: Path | None = None) -> Path:
         writer = csv.writer(handle)
         writer.writerow([*GRADES_COLUMNS, *result.grade_cells])
         for row in sorted(result.rows, key=lambda r: (r.student_id, r.notebook)):
-            writer.writerow([row.student_id, row.name, row.group, row.assignment, row.notebook, row.submitted_at,
-                             "yes" if row.lms_late else "", "" if row.late_by is None else f"{row.late_by:g}",
-                             f"{row.raw_score:g}", f"{row.penalty:g}", f"{row.score:g}", f"{row.max_score:g}",
-                             row.status, row.reason, "; ".join(row.overrides), f"{row.seconds:g}",
-                             *(f"{row.cells[cell]:g}" if cell in row.cells else "" for cell in result.grade_cells)])
+            writer.writerow(grades_cells(row, result.grade_cells))
     return path
 
 

@@ -26,6 +26,7 @@ file where nbgrader puts a student's folder becomes a rejection of its own.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import logging
@@ -39,7 +40,8 @@ from typing import Callable
 import nbformat
 
 from autograder.errors import AutograderError
-from autograder.lms import downloads, exchange
+from autograder.lms import downloads, exchange, groups
+from autograder.runfolder import INTAKE_COLUMNS
 
 log = logging.getLogger(__name__)
 
@@ -334,3 +336,20 @@ def _validated(student_id: str, origin: str, data: bytes) -> Submission:
 
 def as_notebook(submission: Submission):
     return nbformat.read(io.BytesIO(submission.notebook_bytes), as_version=4)
+
+
+def write_csv(path: Path, students: dict[str, list[Submission]], placed: dict[str, groups.Group]) -> None:
+    """What intake read, one line per student and notebook: where each came from in the download, the
+    LMS's name and late marker, and the name a feedback file goes back under (autograder feedback). A
+    group's submission has a line per member, under the member's id and upload name."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(INTAKE_COLUMNS)
+        for name, submissions in students.items():
+            for s in submissions:
+                group = placed.get(s.student_id)
+                for student in group.members if group else [s.student_id]:
+                    writer.writerow([student, name, s.lms, group.names.get(student, group.name) if group else s.name,
+                                     "yes" if s.late_marked else "", s.origin,
+                                     groups.upload_name(s.lms, s.reupload, group, student) if group else s.reupload,
+                                     s.problem])

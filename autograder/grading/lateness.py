@@ -29,6 +29,8 @@ from pathlib import Path
 
 from autograder import csvfile
 from autograder.errors import AutograderError
+from autograder.grading.results import Row
+from autograder.settings import GradingSettings
 
 METHODS = ("none", "zero", "per_day")
 DAY_SECONDS = 86400
@@ -165,3 +167,35 @@ def due_dates(term: Term, assignment: str, students: set[str]) -> dict[str, date
     if assignment not in term.due:
         return None
     return {student: term.due_for(student, assignment) for student in students}
+
+
+def class_term(settings: GradingSettings, assignment_id: str, students: set[str],
+               submission_of: dict[str, str] | None = None) -> Term:
+    """The settings' term file with the extensions and submission times of `students`, as every command
+    reads it; a group member's line is the group's submission's (`submission_of`)."""
+    submission_of = submission_of or {}
+    term = read_term(Path(settings.term) if settings.term else None)
+    if settings.extensions:
+        add_extensions(term, Path(settings.extensions), assignment_id, students)
+    if settings.submitted_at:
+        add_times(term, Path(settings.submitted_at), students)
+    term.extensions = {(submission_of.get(student, student), assignment): due
+                       for (student, assignment), due in term.extensions.items()}
+    term.submitted = {submission_of.get(student, student): at for student, at in term.submitted.items()}
+    return term
+
+
+def apply(row: Row, term: Term) -> None:
+    """The row's submission time, lateness and late penalty under `term`: its score is its raw score less
+    the penalty (a status without a score is charged nothing)."""
+    at = term.submitted.get(row.student_id)
+    row.submitted_at = at.isoformat() if at else ""
+    row.lms_late = row.student_id in term.marked_late
+    row.late_by = term.late_seconds(row.student_id, row.assignment)
+    by_marker = term.charged_by_marker(row.student_id)
+    row.penalty = (term.policy.penalty(row.score, 1 if by_marker else row.late_by or 0.0) if row.status.scored
+                   else 0.0)
+    if by_marker:   # one second late: one started day
+        row.reason = "; ".join(filter(None, [row.reason, "the LMS marked it late and no submission time was given "
+                                             "(--submitted-at): charged as late by one started day"]))
+    row.score = max(0.0, row.raw_score - row.penalty)

@@ -27,8 +27,6 @@ share a gradebook file, so a parallel run gives exactly the rows of a serial one
 from __future__ import annotations
 
 import concurrent.futures
-import csv
-import hashlib
 import json
 import logging
 import os
@@ -40,58 +38,21 @@ from typing import Callable
 import nbformat
 
 from autograder import __version__
-from autograder.errors import AutograderError
 from autograder.execution import executors, jobs, sandbox
 from autograder.grading import (feedback_pages, formgrade, grades_csv, intake, lateness, overrides, report,
                                 similarity, tamper)
+from autograder.grading.assignment import GradingError, cell_points, source_hash, source_notebooks
 from autograder.grading.cache import Cache, safe_id
 from autograder.grading.results import ClassResult, Row
 from autograder.grading.status import Status, after_hand_grades, decide
 from autograder.lms import groups, roster
-from autograder.nbgrader_setup import config as course_config
 from autograder.nbgrader_setup.gradebook import database_problem
 from autograder.nbgrader_setup.workspace import Workspace
-from autograder.runfolder import INTAKE_COLUMNS, RunFolder
+from autograder.runfolder import RunFolder
 from autograder.settings import PASSWORD_VARIABLE, GradingSettings
 
 log = logging.getLogger(__name__)
 STAMP = ".generated-from"
-
-
-class GradingError(AutograderError):
-    """Grading could not run at all (as opposed to a student's notebook failing)."""
-
-
-def source_notebooks(assignment_id: str, source_dir: Path) -> list[Path]:
-    """The notebooks of an assignment's source folder, `<assignment>.ipynb` first when there is one."""
-    if not source_dir.is_dir():
-        raise GradingError(f"no source folder {source_dir} for assignment {assignment_id!r}")
-    found = sorted(source_dir.glob("*.ipynb"), key=lambda path: (path.stem != assignment_id, path.name))
-    if not found:
-        raise GradingError(f"{source_dir} holds no notebook")
-    return found
-
-
-def source_hash(source_dir: Path, course_root: Path, settings: GradingSettings) -> str:
-    """What a generated workspace depends on: the assignment's files, the course's files that nbgrader
-    reads (`config.course_files`), and the versions that generate it."""
-    import nbgrader
-
-    digest = hashlib.sha256(f"{__version__} {nbgrader.__version__}".encode())
-    files = [(path.relative_to(source_dir), path) for path in sorted(source_dir.rglob("*"))
-             if path.is_file() and ".ipynb_checkpoints" not in path.parts and "__pycache__" not in path.parts]
-    for name in course_config.course_files(course_config.grading_config(course_root, settings)):
-        if (course_root / name).is_file():
-            files.append((Path("..", name), course_root / name))
-    for name, path in files:
-        digest.update(str(name).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-def cell_points(notebook) -> dict[str, float]:
-    """The graded cells of a (source) notebook: grade id -> points, in notebook order."""
-    return {cell.metadata["nbgrader"]["grade_id"]: float(cell.metadata["nbgrader"].get("points", 0))
-            for cell in notebook.cells if cell.metadata.get("nbgrader", {}).get("grade")}
 
 
 @dataclass
@@ -198,10 +159,10 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
     if not settings.groups:   # Moodle's default group folder: only a group roster says whose it is
         for notebook in notebooks.values():
             notebook.students = intake.without_group_roster(notebook.students)
-    _write_intake(run.intake_csv, notebooks, placed)
+    intake.write_csv(run.intake_csv, {name: notebook.students for name, notebook in notebooks.items()}, placed)
     students = {submission.student_id for notebook in notebooks.values() for submission in notebook.students}
     submission_of = {member: student for student, group in placed.items() for member in group.members}
-    term = _term(settings, assignment_id, students | set(submission_of), submission_of)
+    term = lateness.class_term(settings, assignment_id, students | set(submission_of), submission_of)
     lateness.add_collected_times(term, {submission.student_id: submission.submitted_at
                                         for notebook in notebooks.values() for submission in notebook.students
                                         if submission.submitted_at})
@@ -296,7 +257,7 @@ def settle(graded: _Class, rows: list[Row], settings: GradingSettings) -> list[R
         row.status, row.reason = after_hand_grades(row.status, row.reason, row.answers_to_grade)
         feedback_pages.show_hand_grades(graded.run, row, graded.by_hand, cells, settings)
         row.raw_score = row.score
-        _apply_lateness(row, graded.term)
+        lateness.apply(row, graded.term)
     rows = groups.spread(rows, lambda row: graded.groups.get(row.student_id),
                          lambda row, group, member: _member_row(graded.run, row, group, member))
     for row in rows:
@@ -417,49 +378,3 @@ def _similar(graded: _Class, releases: dict[str, nbformat.NotebookNode],
             log.info("similarity%s: %d similar pairs among %d readable submissions", where, len(comparison.pairs),
                      comparison.students)
     return found
-
-
-def _term(settings: GradingSettings, assignment_id: str, students: set[str],
-          submission_of: dict[str, str]) -> lateness.Term:
-    """The term file with the extensions and submission times of `students`; a group member's line is
-    the group's submission's (`submission_of`)."""
-    term = lateness.read_term(Path(settings.term) if settings.term else None)
-    if settings.extensions:
-        lateness.add_extensions(term, Path(settings.extensions), assignment_id, students)
-    if settings.submitted_at:
-        lateness.add_times(term, Path(settings.submitted_at), students)
-    term.extensions = {(submission_of.get(student, student), assignment): due
-                       for (student, assignment), due in term.extensions.items()}
-    term.submitted = {submission_of.get(student, student): at for student, at in term.submitted.items()}
-    return term
-
-
-def _apply_lateness(row: Row, term: lateness.Term) -> None:
-    at = term.submitted.get(row.student_id)
-    row.submitted_at = at.isoformat() if at else ""
-    row.lms_late = row.student_id in term.marked_late
-    row.late_by = term.late_seconds(row.student_id, row.assignment)
-    by_marker = term.charged_by_marker(row.student_id)
-    row.penalty = (term.policy.penalty(row.score, 1 if by_marker else row.late_by or 0.0) if row.status.scored
-                   else 0.0)
-    if by_marker:   # one second late: one started day
-        row.reason = "; ".join(filter(None, [row.reason, "the LMS marked it late and no submission time was given "
-                                             "(--submitted-at): charged as late by one started day"]))
-    row.score = max(0.0, row.raw_score - row.penalty)
-
-
-def _write_intake(path: Path, notebooks: dict[str, _Notebook], placed: dict[str, groups.Group]) -> None:
-    """What intake read, one line per student and notebook: where each came from in the download, the
-    LMS's name and late marker, and the name a feedback file goes back under (autograder feedback). A
-    group's submission has a line per member, under the member's id and upload name."""
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(INTAKE_COLUMNS)
-        for name, notebook in notebooks.items():
-            for s in notebook.students:
-                group = placed.get(s.student_id)
-                for student in group.members if group else [s.student_id]:
-                    writer.writerow([student, name, s.lms, group.names.get(student, group.name) if group else s.name,
-                                     "yes" if s.late_marked else "", s.origin,
-                                     groups.upload_name(s.lms, s.reupload, group, student) if group else s.reupload,
-                                     s.problem])

@@ -18,7 +18,7 @@ for "Upload multiple feedback files in a zip".
 from __future__ import annotations
 
 import zipfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -77,8 +77,8 @@ def build(out: Path, assignment: str, target: Path, *, due: dict[str, datetime] 
           now: datetime) -> Released:
     """The zip of `out`'s feedback pages at `target`. `due` is each student's due date (None: the
     assignment has none), which releases the test results (`include_results`) of those past it at `now`."""
-    lines = read_grades(RunFolder(out).grades_csv)
-    run = replace(RunFolder(out), several=len({line.notebook for line in lines}) > 1)
+    run = RunFolder.open(out)
+    lines = read_grades(run.grades_csv)
     reupload = names(run)
     maxima = read_max_points(run.max_points_csv)
     if include_results and due is None:
