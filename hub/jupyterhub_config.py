@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import course_hub  # noqa: E402  (hub/course_hub.py, beside this file)
 
-from course import kernel  # noqa: E402  (the course's package: the kernel's environment)
+from course import gpu, kernel  # noqa: E402  (the course's package: the kernel's environment, its GPU cap)
 
 c = get_config()  # noqa: F821  (JupyterHub's config loader provides it)
 
@@ -127,9 +127,8 @@ c.Spawner.environment = {
     # tools (the formgrader service has them), first, then what every server reads
     "JUPYTER_CONFIG_PATH": os.pathsep.join([str(settings.user_lab_config), str(settings.jupyter_config)]),
     **kernel.KERNEL_ENVIRONMENT,  # memory growth, as the course kernel's own spec sets it
-    # the per-student GPU cap the course kernel applies (course.gpu.MEMORY_LIMIT_VARIABLE; written out so
-    # that tests/test_gpu_memory_cap.py sees both sides name it alike)
-    **({"COURSE_GPU_MEMORY_LIMIT_MB": str(settings.gpu_memory_mb)} if settings.gpu_memory_mb else {}),
+    # the per-student GPU cap the course kernel applies
+    **({gpu.MEMORY_LIMIT_VARIABLE: str(settings.gpu_memory_mb)} if settings.gpu_memory_mb else {}),
 }
 if settings.mem_limit:
     c.Spawner.mem_limit = settings.mem_limit  # enforced by SystemdSpawner (MemoryMax), not LocalProcessSpawner

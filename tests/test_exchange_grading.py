@@ -60,5 +60,7 @@ def test_grading_the_submitted_folder_of_nbgrader_collect(tmp_path, monkeypatch)
     assert float(rows["ada"]["score"]) == float(rows["ada"]["raw_score"]) > 0
     assert rows["cy"]["submitted_at"] == "" and float(rows["cy"]["score"]) > 0
     assert "cy/ps1/timestamp.txt: 'whenever' is not a time nbgrader writes" in done.stderr
+    assert "'whenever' is not a time nbgrader writes" in rows["cy"]["reason"], "the row says why it has no time"
+    assert rows["cy"]["status"] == "graded" and rows["ada"]["reason"] == ""
     assert rows["dee"]["status"] == "invalid" and "not a valid notebook" in rows["dee"]["reason"]
     assert rows["notes.txt"]["status"] == "invalid" and "not a student's folder" in rows["notes.txt"]["reason"]

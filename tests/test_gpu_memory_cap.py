@@ -45,14 +45,6 @@ def test_the_cap_is_read_from_the_environment_by_default(monkeypatch):
     assert gpu.memory_limit_mb() is None
 
 
-def test_the_hub_and_the_kernel_name_the_cap_alike():
-    """One name for the variable: the hub's spawner environment sets what the kernel reads."""
-    hub_config = ROOT / "hub" / "jupyterhub_config.py"
-    if not hub_config.exists():
-        pytest.skip("no hub/ in this checkout")
-    assert f'"{VARIABLE}"' in hub_config.read_text()
-
-
 # applying it, with tf.config faked ----------------------------------------------------------------
 
 class FakeConfig:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from course import gpu
 from tests.hub_server import Hub, hub_folder, reachable_python, remove_unix_users
 from tests.lti_platform import Launch, Platform, new_key
 
@@ -121,7 +122,7 @@ def test_each_student_server_runs_as_their_own_unix_user_and_cannot_read_another
     assert servers, "no jupyterhub-singleuser process runs as ann"
     environment = servers[0].environ()
     assert environment.get("TF_FORCE_GPU_ALLOW_GROWTH") == "true"
-    assert environment.get("COURSE_GPU_MEMORY_LIMIT_MB") == "2048"
+    assert environment.get(gpu.MEMORY_LIMIT_VARIABLE) == "2048"   # the variable the course kernel reads
     # the users' own lab configuration (no instructor tools) first, then what every server reads
     assert environment.get("JUPYTER_CONFIG_PATH") == os.pathsep.join(
         [str(hub.state / "jupyter-config" / "user-servers"), str(hub.state / "jupyter-config")])

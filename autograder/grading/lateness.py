@@ -73,6 +73,7 @@ class Term:
     extensions: dict[tuple[str, str], datetime] = field(default_factory=dict)
     submitted: dict[str, datetime] = field(default_factory=dict)
     marked_late: set[str] = field(default_factory=set)   # students the LMS's download marks late (Canvas's LATE)
+    time_problems: dict[str, str] = field(default_factory=dict)   # why a collected submission's time is unknown
 
     def due_for(self, student_id: str, assignment: str) -> datetime | None:
         return self.extensions.get((student_id, assignment), self.due.get(assignment))
@@ -195,6 +196,8 @@ def apply(row: Row, term: Term) -> None:
     by_marker = term.charged_by_marker(row.student_id)
     row.penalty = (term.policy.penalty(row.score, 1 if by_marker else row.late_by or 0.0) if row.status.scored
                    else 0.0)
+    if at is None and (problem := term.time_problems.get(row.student_id)):
+        row.reason = "; ".join(filter(None, [row.reason, problem]))
     if by_marker:   # one second late: one started day
         row.reason = "; ".join(filter(None, [row.reason, "the LMS marked it late and no submission time was given "
                                              "(--submitted-at): charged as late by one started day"]))

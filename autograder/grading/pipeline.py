@@ -168,6 +168,8 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
                                         if submission.submitted_at})
     term.marked_late = {submission.student_id for notebook in notebooks.values()
                         for submission in notebook.students if submission.late_marked}
+    term.time_problems = {submission.student_id: submission.time_problem for notebook in notebooks.values()
+                          for submission in notebook.students if submission.time_problem}
     names = {submission.student_id: submission.name for notebook in notebooks.values()
              for submission in notebook.students if submission.name}
     for group in placed.values():   # a group's submission is named after the group; its members by the roster

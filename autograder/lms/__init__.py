@@ -1,1 +1,10 @@
-"""The learning management system's side: its roster in, the grade files it imports out."""
+"""The LMS's and the exchange's side, given plain data (no grading run; grading reads them):
+
+- `downloads`       the file names of an LMS's bulk download, by the LMS's own rules
+- `exchange`        what `nbgrader collect` leaves (submitted/, timestamp.txt) and where release_feedback looks
+- `roster`          the class list an LMS exports
+- `groups`          group rosters, and a group's one result spread to its members
+- `moodle_strings`  Moodle's worksheet words in its languages
+- `grade_import`    grades.csv as the file the LMS imports
+- `feedback_zip`    the class's feedback pages as one zip for the LMS
+"""
