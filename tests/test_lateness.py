@@ -112,3 +112,31 @@ def test_the_lms_late_marker_without_a_time_charges_one_started_day():
     assert not term.charged_by_marker("cy")
     assert not Term(marked_late={"ann"}).charged_by_marker("ann")   # no policy: no charge
     assert term.policy.penalty(8.0, 1) == pytest.approx(0.8)
+
+
+def test_nbgrader_autograde_by_hand_charges_the_term_s_penalty(tmp_path, monkeypatch):
+    """The course's nbgrader configuration makes nbgrader's AssignLatePenalties use the term's policy
+    (fast: the preprocessor's plugin, built as nbgrader builds it, asked as nbgrader asks it)."""
+    from nbgrader.preprocessors import AssignLatePenalties
+    from traitlets.config import Config
+
+    from autograder.grading.lateness import TermPenalty
+    from autograder.nbgrader_setup.config import configure
+
+    (tmp_path / "term.toml").write_text('[due]\nps1 = "2027-01-15T23:59:00+01:00"\n'
+                                        '[penalty]\nmethod = "per_day"\npercent_per_day = 10\ncap_percent = 50\n')
+    monkeypatch.chdir(tmp_path)   # nbgrader runs in the course root
+    preprocessor = AssignLatePenalties(config=configure(Config()))
+    preprocessor.init_plugin()
+    assert isinstance(preprocessor.plugin_inst, TermPenalty)
+    ask = preprocessor.plugin_inst.late_submission_penalty
+    assert ask("ann", 8.0, 1.5 * 86400) == pytest.approx(1.6)   # two started days: 20 %
+    assert ask("ann", 8.0, 30 * 86400) == pytest.approx(4.0)    # the cap: 50 %
+    assert ask("ann", 8.0, 0) == 0.0
+    elsewhere = tmp_path / "elsewhere.toml"
+    elsewhere.write_text('[penalty]\nmethod = "zero"\n')
+    config = configure(Config())
+    config.GradingSettings.term = str(elsewhere)   # c.GradingSettings.term names the file
+    preprocessor = AssignLatePenalties(config=config)
+    preprocessor.init_plugin()
+    assert preprocessor.plugin_inst.late_submission_penalty("ann", 8.0, 60) == 8.0

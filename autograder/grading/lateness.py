@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from nbgrader.plugins import LateSubmissionPlugin
+
 from autograder import csvfile
 from autograder.errors import AutograderError
 from autograder.grading.results import Row
@@ -202,3 +204,17 @@ def apply(row: Row, term: Term) -> None:
         row.reason = "; ".join(filter(None, [row.reason, "the LMS marked it late and no submission time was given "
                                              "(--submitted-at): charged as late by one started day"]))
     row.score = max(0.0, row.raw_score - row.penalty)
+
+
+class TermPenalty(LateSubmissionPlugin):
+    """The course's late penalty as nbgrader's late-submission plugin (`c.AssignLatePenalties.plugin_class`,
+    which the course's nbgrader configuration sets: `autograder.nbgrader_setup.config`), so that
+    `nbgrader autograde` run by hand charges what `autograder grade` charges: the policy of the term
+    file (`c.GradingSettings.term`, else term.toml in the folder nbgrader runs in, the course root) for
+    the seconds late that nbgrader computed from its gradebook's due date. (`autograder grade` applies
+    the penalty itself after grading, from the same policy: its gradebooks hold no due date.)"""
+
+    def late_submission_penalty(self, student_id: str, score: float, total_seconds_late: float) -> float:
+        configured = GradingSettings(parent=self).term
+        path = Path(configured) if configured else Path("term.toml")
+        return read_term(path if path.is_file() else None).policy.penalty(score, total_seconds_late)

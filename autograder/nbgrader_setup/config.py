@@ -80,6 +80,9 @@ def configure(c: Config) -> Config:
     c.Execute.timeout = CELL_TIMEOUT
     c.Execute.kernel_name = GRADING_KERNEL
     c.GenerateFeedback.preprocessors = feedback_preprocessors()
+    # the course's late penalty (term.toml) when nbgrader charges one itself (named, not imported: the
+    # grading layer sits above this one)
+    c.AssignLatePenalties.plugin_class = "autograder.grading.lateness.TermPenalty"
     sanitize.configure(c)
     return c
 
