@@ -100,6 +100,10 @@ class GradingSettings(Configurable):
                      ).tag(config=True, grade_key=True, metavar="N")
     cpu_limit = Float(Limits.cpu_seconds, help="CPU seconds per process of a kernel's sandbox; 0: none (the wall "
                                                "clock bounds it anyway)").tag(config=True, grade_key=True, metavar="SECONDS")
+    executor = Unicode(None, allow_none=True,
+                       help="where the notebooks run: an executor registered under the autograder.executors entry "
+                            "point (local, dask, or a plug-in's); default: dask with --scheduler, else local"
+                       ).tag(config=True, metavar="NAME")
     scheduler = Unicode(None, allow_none=True,
                         help="run the notebooks on a dask.distributed cluster, e.g. tcp://head-node:8786"
                         ).tag(config=True, metavar="ADDRESS")

@@ -545,3 +545,32 @@ def test_every_grades_csv_column_is_written_and_read_back_from_the_one_record(tm
     read = read_grades(grades_csv.write_csv(result))
     assert read == [GradesLine(**{**given, "overrides": "a: 1 -> 0 by TA; b: 2 -> 1 by TA"},
                                cells={"test_a": 1.5, "test_b": None})]
+
+
+def test_executors_are_found_by_entry_point_and_a_new_one_plugs_in(monkeypatch, tmp_path):
+    """`local` and `dask` are registered under autograder.executors; a plug-in's name reaches its
+    factory with the settings and the run folder; an unknown name is refused with the registered ones
+    (fast: no worker starts)."""
+    from importlib.metadata import EntryPoint, entry_points
+
+    from autograder.execution import executors
+    from autograder.runfolder import RunFolder
+    from autograder.settings import GradingSettings
+
+    registered = {point.name: point.value for point in entry_points(group=executors.ENTRY_POINTS)}
+    assert registered == {"local": "autograder.execution.executors:local",
+                          "dask": "autograder.execution.executors:dask"}
+    made = []
+
+    def slurm(settings, run):
+        made.append((settings.executor, run.root))
+        return "a slurm executor"
+
+    monkeypatch.setattr(executors, "slurm", slurm, raising=False)
+    plugin = EntryPoint("slurm", "autograder.execution.executors:slurm", executors.ENTRY_POINTS)
+    monkeypatch.setattr(executors, "entry_points", lambda group: [plugin] if group == executors.ENTRY_POINTS else [])
+    run = RunFolder(tmp_path)
+    assert executors.open_executor(GradingSettings(executor="slurm"), run) == "a slurm executor"
+    assert made == [("slurm", tmp_path)]
+    with pytest.raises(executors.ExecutorError, match="no executor 'local': the registered ones are slurm"):
+        executors.open_executor(GradingSettings(), run)

@@ -1,6 +1,12 @@
 """Where grading jobs run: on this machine (the default) or on a `dask.distributed` cluster.
 
-Both executors take the same `jobs.Job`s and yield the same `jobs.Outcome`s, as each finishes:
+An executor is what `Executor` says (how many course directories it wants, `run_all`, `close`), made
+by a factory `(settings, run folder) -> Executor` registered under the `autograder.executors` entry
+point (as papermill finds its engines): `local` and `dask` here (pyproject.toml), chosen by the
+`executor` setting (default: `dask` with a scheduler, else `local`). A Slurm or Kubernetes backend is
+a module of its own with such a factory, registered by its package's entry point.
+
+Both executors here take the same `jobs.Job`s and yield the same `jobs.Outcome`s, as each finishes:
 
 - `LocalExecutor`: one slot per local worker, each a long-lived worker process
   (`jobs.WorkerProcess`, nbgrader imported once) with its own copy of the nbgrader course directory,
@@ -30,11 +36,13 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from importlib.metadata import entry_points
+from typing import Callable, Iterable, Iterator, Protocol
 
 from autograder.errors import AutograderError
 from autograder.execution import jobs
 from autograder.nbgrader_setup.workspace import Workspace
+from autograder.runfolder import RunFolder
 from autograder.settings import GradingSettings
 
 # what a task needs of the course directory: not the students' folders of an earlier run
@@ -47,6 +55,51 @@ WORKERLESS_SECONDS = 120.0
 # how often, while jobs are left, the scheduler is asked for its workers (and the longest one asking
 # may take): `DaskExecutor.look_seconds`
 LOOK_SECONDS = 2.0
+
+
+ENTRY_POINTS = "autograder.executors"
+
+
+class Executor(Protocol):
+    """What grading asks of the place its jobs run."""
+
+    workspaces: int   # how many nbgrader course directories `run_all` takes (one per slot, or one to ship)
+
+    def run_all(self, batch: Iterable[jobs.Job], spaces: list[Workspace]) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
+        """Every job of `batch`, with the course directories `spaces`; each with its outcome as it finishes."""
+        ...
+
+    def close(self) -> None:
+        """Stop what the executor started; safe after an error."""
+        ...
+
+
+class ExecutorError(AutograderError):
+    """No executor of that name is registered."""
+
+
+def open_executor(settings: GradingSettings, run: RunFolder) -> Executor:
+    """The executor the settings name (`executor`; default `dask` with a scheduler, else `local`), made
+    by the factory registered under that name in the `autograder.executors` entry points."""
+    name = settings.executor or ("dask" if settings.scheduler else "local")
+    registered = {point.name: point for point in entry_points(group=ENTRY_POINTS)}
+    if name not in registered:
+        raise ExecutorError(f"no executor {name!r}: the registered ones are {', '.join(sorted(registered)) or 'none'} "
+                            f"(entry point group {ENTRY_POINTS})")
+    return registered[name].load()(settings, run)
+
+
+def local(settings: GradingSettings, run: RunFolder) -> "LocalExecutor":
+    """The `local` executor: a worker process per local worker, each job's files in the run folder."""
+    return LocalExecutor(settings.local_workers, settings, lambda job: run.job_dir(job.student, job.notebook_name),
+                         run.worker_log)
+
+
+def dask(settings: GradingSettings, run: RunFolder) -> "DaskExecutor":
+    """The `dask` executor: the cluster whose scheduler the settings name."""
+    if not settings.scheduler:
+        raise ClusterError("the dask executor needs the scheduler's address: --scheduler tcp://head-node:8786")
+    return DaskExecutor(settings.scheduler, settings)
 
 
 class ClusterError(AutograderError):
@@ -79,7 +132,7 @@ class LocalExecutor:
     def __init__(self, size: int, settings: GradingSettings, job_dir: Callable[[jobs.Job], Path],
                  log_path: Callable[[int], Path]):
         self.job_dir = job_dir
-        self.size = size
+        self.size = self.workspaces = size
         self.workers = [jobs.WorkerProcess(settings, log_path(number)) for number in range(size)]
         for worker in self.workers:
             worker.start()
@@ -200,6 +253,7 @@ class DaskExecutor:
             raise ClusterError("the gpu profile needs a worker with the GPU resource; none of the cluster's "
                                "workers has one (start them with `dask worker ... --resources GPU=1`)")
         self.size = len(self.client.scheduler_info()["workers"])
+        self.workspaces = 1   # the course directory is shipped to every task
 
     def workers_with(self, resource: str) -> list[str]:
         workers = self.client.scheduler_info()["workers"]

@@ -109,10 +109,10 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
     sandbox_mode = _check(settings)
     paths = source_notebooks(assignment_id, source_dir)
     run = RunFolder(out, several=len(paths) > 1)
-    executor = _executor(run, settings)   # local workers start (and import nbgrader) at once
+    executor = executors.open_executor(settings, run)   # local workers start (and import nbgrader) at once
     try:
         graded = read(assignment_id, source_dir, paths, run, submissions, settings)
-        spaces = _workspaces(graded, settings, executor.size if not settings.scheduler else 1)
+        spaces = _workspaces(graded, settings, executor.workspaces)
         plan = _plan(graded, spaces, settings)
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:   # flags, not grades: meanwhile
             similar = aside.submit(_similar, graded, plan.releases, settings)
@@ -328,14 +328,6 @@ def _workspaces(graded: _Class, settings: GradingSettings, count: int) -> list[W
                 shutil.copytree(graded.run.workspace(0), root)
         spaces.append(Workspace(root, graded.assignment_id, settings))
     return spaces
-
-
-def _executor(run: RunFolder, settings: GradingSettings):
-    if settings.scheduler:
-        return executors.DaskExecutor(settings.scheduler, settings)
-    return executors.LocalExecutor(settings.local_workers, settings,
-                                   lambda job: run.job_dir(job.student, job.notebook_name),
-                                   run.worker_log)
 
 
 def _row(submission: intake.Submission, graded: _Class, notebook: str, outcome: jobs.Outcome,
