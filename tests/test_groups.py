@@ -15,6 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder.execution import executors
 from autograder.execution.jobs import Outcome
 from autograder.execution.protocol import WorkerResult
 from autograder.grading import pipeline
@@ -231,7 +232,7 @@ def course(tmp_path, monkeypatch):
     ran: list[str] = []
 
     class FullMarks:
-        size = 1
+        workspaces = 1
 
         def run_all(self, batch, spaces):
             for job in batch:
@@ -242,7 +243,7 @@ def course(tmp_path, monkeypatch):
         def close(self):
             pass
 
-    monkeypatch.setattr(pipeline, "_executor", lambda run, settings: FullMarks())
+    monkeypatch.setattr(executors, "open_executor", lambda settings, run: FullMarks())
     monkeypatch.setattr(pipeline, "_workspaces", lambda graded, settings, count: [Release(source)])
     monkeypatch.setattr(pipeline, "_similar", lambda graded, releases, settings: [])
     return {"source": source, "ran": ran, "notebook": nbformat.writes(source_notebook()).encode(), "base": tmp_path}
