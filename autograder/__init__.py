@@ -23,10 +23,14 @@ A new grades.csv column: a field of `runfolder.GradesLine` and an attribute of t
 """
 
 import sys
+from types import ModuleType
+from typing import cast
 
 __version__ = "0.1.0"
 
 # jsonschema's optional IRI format checker (rfc3987_syntax) compiles 38 lark grammars when imported,
 # about a second in every process that imports nbformat; nothing in grading validates IRIs, and
 # nbformat's schema has no such format. Without it jsonschema simply does not check "iri" strings.
-sys.modules.setdefault("rfc3987_syntax", None)
+# (None in sys.modules is the import system's "not importable"; typeshed types its values as modules only,
+# hence the cast.)
+cast("dict[str, ModuleType | None]", sys.modules).setdefault("rfc3987_syntax", None)

@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from course import syllabus
 from course.layout import CourseRootNotFound, Layout
@@ -293,7 +294,7 @@ def add_setting(parser: argparse.ArgumentParser, name: str, help: str | None = N
     flag = trait.metadata.get("flag", f"--{name.replace('_', '-')}")
     default = trait.default_value
     shown = "" if default is None else f" (default {default:g})" if isinstance(default, float) else f" (default {default})"
-    options = dict(dest=f"setting_{name}", default=argparse.SUPPRESS, help=help or trait.help + shown)
+    options: dict[str, Any] = dict(dest=f"setting_{name}", default=argparse.SUPPRESS, help=help or trait.help + shown)
     if isinstance(trait, Bool):
         options.update(action="store_true", help=help or trait.help)
     elif isinstance(trait, Enum):

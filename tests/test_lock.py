@@ -217,7 +217,7 @@ def test_every_imported_third_party_package_is_declared():
     used = set(_imported_top_level_names())
     provided = {_normal(dist) for name in used for dist in providers.get(name, [])}
     tools = {"tensorflow-text", "tensorboard", "papermill", "nbval", "jupyterlab", "ipykernel", "nbconvert",
-             "pytest-xdist", "psycopg2-binary", "uv", "onnxruntime-gpu", "alembic",
+             "pytest-xdist", "psycopg2-binary", "uv", "mypy", "onnxruntime-gpu", "alembic",
              "configurable-http-proxy", "jupyterhub-idle-culler", "jupyterhub",
              "jupyterhub-ltiauthenticator", "jupyterhub-systemdspawner"}  # programs, or plugins the hub names
     unused = declared - provided - tools

@@ -124,7 +124,7 @@ def run_bounded(command: list[str], *, timeout: float, memory_bytes: int, tasks:
         child = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=stderr,
                                  stdin=subprocess.DEVNULL, start_new_session=True)
     finally:
-        if stderr_path:
+        if not isinstance(stderr, int):   # the file opened above (stderr_path), not DEVNULL
             stderr.close()
     watched = watch(psutil.Process(child.pid), lambda seconds: _exited(child, seconds), start=start,
                     timeout=timeout, memory_bytes=memory_bytes, tasks=tasks)

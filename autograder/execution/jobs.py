@@ -28,6 +28,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import psutil
 
@@ -76,6 +77,12 @@ def environment(profile: str, gpu_devices: str | None = None) -> dict[str, str]:
     return env
 
 
+def _pipes(process: subprocess.Popen) -> tuple[IO[bytes], IO[bytes]]:
+    """A worker's stdin and stdout (`WorkerProcess.start` opens both as pipes)."""
+    assert process.stdin is not None and process.stdout is not None, "WorkerProcess.start opens both as pipes"
+    return process.stdin, process.stdout
+
+
 class WorkerProcess:
     """One slot's worker: started on its first job, and again after a job it did not survive."""
 
@@ -102,10 +109,11 @@ class WorkerProcess:
 
     def _replied(self, process: subprocess.Popen, seconds: float) -> str | None:
         """The worker's reply if one comes within `seconds`; "" when the worker exited without one."""
-        ready, _, _ = select.select([process.stdout], [], [], seconds)
+        _, stdout = _pipes(process)
+        ready, _, _ = select.select([stdout], [], [], seconds)
         if not ready:
             return None if process.poll() is None else ""
-        return process.stdout.readline().decode("utf-8").strip()
+        return stdout.readline().decode("utf-8").strip()
 
     def run(self, job: Job, workspace_root: Path, job_dir: Path) -> Outcome:
         """Grade `job` against the course directory at `workspace_root`, in `job_dir`."""
@@ -129,9 +137,10 @@ class WorkerProcess:
                 replies.append(reply)
             return reply is not None
 
+        stdin, _ = _pipes(process)
         try:
-            process.stdin.write(f"{job_path}\n".encode("utf-8"))
-            process.stdin.flush()
+            stdin.write(f"{job_path}\n".encode("utf-8"))
+            stdin.flush()
         except BrokenPipeError:  # it died between two jobs: its log says why, finished() sees it gone
             pass
         watched = bounds.watch(psutil.Process(process.pid), finished, start=start,
@@ -156,7 +165,7 @@ class WorkerProcess:
             process, self.process = self.process, None
             bounds.kill_tree([psutil.Process(process.pid)] if process.poll() is None else [])
             process.wait()
-            for pipe in (process.stdin, process.stdout):
+            for pipe in _pipes(process):
                 pipe.close()
 
     def _last_words(self, process: subprocess.Popen) -> str:
@@ -168,9 +177,12 @@ class WorkerProcess:
 
     def stop(self) -> None:
         """Ask the worker to end: its input closes, it finishes and exits (`close` waits for it)."""
-        if self.process is not None and not self.process.stdin.closed:
+        if self.process is None:
+            return
+        stdin, _ = _pipes(self.process)
+        if not stdin.closed:
             try:
-                self.process.stdin.close()
+                stdin.close()
             except BrokenPipeError:
                 pass
 
@@ -186,4 +198,5 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             bounds.kill_tree([psutil.Process(process.pid)] if process.poll() is None else [])
             process.wait()
-        process.stdout.close()
+        _, stdout = _pipes(process)
+        stdout.close()

@@ -58,6 +58,7 @@ class SandboxProvisioner(LocalProvisioner):  # type: ignore[misc]
             sockets = Path(self.folder.name) / "sockets"
             sockets.mkdir()
             manager = self.parent
+            assert manager is not None, "jupyter_client makes a provisioner with its kernel manager as parent"
             manager.transport, manager.ip = "ipc", str(sockets / "kernel")
         return await super().pre_launch(**kwargs)
 
@@ -67,6 +68,7 @@ class SandboxProvisioner(LocalProvisioner):  # type: ignore[misc]
                          if name != PASSWORD_VARIABLE}
         if self.sandboxed:
             assert self.folder is not None
+            assert self.parent is not None, "jupyter_client makes a provisioner with its kernel manager as parent"
             folder = Path(self.folder.name)
             files = sandbox.stage(Path(kwargs.get("cwd") or os.getcwd()), folder / f"files-{len(os.listdir(folder))}")
             cmd = sandbox.command(cmd, files=files, sockets=folder / "sockets", limits=self.limits,

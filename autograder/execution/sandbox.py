@@ -179,7 +179,7 @@ def command(cmd: list[str], *, files: Path, sockets: Path, read_only: tuple[Path
             args += ["--tmpfs", secret]
         elif Path(secret).exists():
             args += ["--ro-bind", "/dev/null", secret]
-    bound = set()
+    bound: set[Path] = set()
     for root in readable_roots():
         if not any(root == done or done in root.parents for done in bound):
             args += ["--ro-bind", str(root), str(root)]

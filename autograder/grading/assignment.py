@@ -39,8 +39,8 @@ def source_hash(source_dir: Path, course_root: Path, settings: GradingSettings) 
     for name in course_config.course_files(course_config.grading_config(course_root, settings)):
         if (course_root / name).is_file():
             files.append((Path("..", name), course_root / name))
-    for name, path in files:
-        digest.update(str(name).encode() + b"\0" + path.read_bytes())
+    for relative, path in files:
+        digest.update(str(relative).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 

@@ -44,8 +44,8 @@ def show_hand_grades(run: RunFolder, row: Row, by_hand: list[Override], grade_id
     """`row`'s feedback page made again with its hand grades among `by_hand` (the last for a cell
     wins, as `overrides.apply` applies them); `grade_ids` maps its notebook's columns to grade ids.
     A row without a hand grade keeps its page without a word."""
-    given = {grade_ids[line.cell]: (line.points, line.comment or None) for line in by_hand
-             if line.student_id == row.student_id and line.cell in grade_ids}
+    given: Grades = {grade_ids[line.cell]: (line.points, line.comment or None) for line in by_hand
+                     if line.student_id == row.student_id and line.cell in grade_ids}
     if not given:
         return
     student, notebook = safe_id(row.student_id), Path(row.notebook)
@@ -54,6 +54,7 @@ def show_hand_grades(run: RunFolder, row: Row, by_hand: list[Override], grade_id
     if holder is None:
         log.debug("%s keeps the words it was made with: %s", where, kept)
         return
+    assert row.feedback is not None, "_where_made gives a workspace only for a row with a page"
     errors: list[str] = []
     try:
         before = _give(holder, student, notebook.stem, given)

@@ -27,6 +27,7 @@ file where nbgrader puts a student's folder becomes a rejection of its own.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import io
 import logging
@@ -143,8 +144,9 @@ def _from_folder(folder: Path, notebook_name: str, student_id: str = "", origin:
 
 
 def _from_zip(archive: Path | io.BytesIO, notebook_name: str, student_id: str = "", origin: str = "") -> Submission:
-    student_id = student_id or archive.stem
-    origin = origin or archive.name
+    if not (student_id and origin):
+        assert isinstance(archive, Path), "only a zip on disk comes unnamed (_from_entries names one in memory)"
+        student_id, origin = student_id or archive.stem, origin or archive.name
     try:
         with zipfile.ZipFile(archive) as bundle:
             infos = bundle.infolist()
@@ -197,7 +199,7 @@ def _from_download_zip(archive: Path, notebook_name: str) -> list[Submission]:
             infos = [info for info in bundle.infolist() if not info.is_dir()]
             if len(infos) > MAX_DOWNLOAD_ENTRIES:
                 raise IntakeError(f"{archive}: more than {MAX_DOWNLOAD_ENTRIES} files: not a class's download")
-            files = {info.filename: _File(info.file_size, (lambda name=info.filename: _member(archive, name)),
+            files = {info.filename: _File(info.file_size, functools.partial(_member, archive, info.filename),
                                           "would land outside the extraction folder" if _escapes(info.filename) else "")
                      for info in infos}
     except (zipfile.BadZipFile, OSError) as error:
@@ -335,6 +337,7 @@ def _validated(student_id: str, origin: str, data: bytes) -> Submission:
 
 
 def as_notebook(submission: Submission):
+    assert submission.notebook_bytes is not None, "only a readable (ok) submission is read: _validated's bytes"
     return nbformat.read(io.BytesIO(submission.notebook_bytes), as_version=4)
 
 

@@ -169,7 +169,12 @@ def due_dates(term: Term, assignment: str, students: set[str]) -> dict[str, date
     gives the assignment no due date."""
     if assignment not in term.due:
         return None
-    return {student: term.due_for(student, assignment) for student in students}
+    dates: dict[str, datetime] = {}
+    for student in students:
+        due = term.due_for(student, assignment)
+        assert due is not None, "the assignment is in term.due (above), due_for's fallback"
+        dates[student] = due
+    return dates
 
 
 def class_term(settings: GradingSettings, assignment_id: str, students: set[str],

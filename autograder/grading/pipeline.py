@@ -33,7 +33,7 @@ import os
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypedDict
 
 import nbformat
 
@@ -201,6 +201,7 @@ def _plan(graded: _Class, spaces: list[Workspace], settings: GradingSettings) ->
             elif not settings.force and (row := notebook.cache.get(submission)) is not None:
                 plan.rows.append(row)
             else:
+                assert submission.notebook_bytes is not None, "an ok submission holds its notebook (_validated)"
                 student = safe_id(submission.student_id)
                 plan.in_flight[student, name] = (submission, tamper.scan(intake.as_notebook(submission), release))
                 plan.batch.append(jobs.Job(student, submission.student_id, graded.assignment_id, name,
@@ -271,7 +272,7 @@ def _member_row(run: RunFolder, row: Row, group: groups.Group, member: str) -> R
     """A group's row as one member's: their id, the group's name, the group's points, status and
     lateness, and a copy of the group's feedback page as theirs."""
     feedback = row.feedback
-    if feedback is not None and feedback.exists():
+    if row.feedback is not None and row.feedback.exists():
         feedback = run.feedback_page(member, row.notebook)
         if feedback != row.feedback:
             feedback.parent.mkdir(parents=True, exist_ok=True)
@@ -346,14 +347,21 @@ def _row(submission: intake.Submission, graded: _Class, notebook: str, outcome: 
     return row
 
 
+class _SimilarityOptions(TypedDict):
+    """The similarity settings, as `similarity.compare_class`'s and `Comparison`'s keywords."""
+    threshold: float
+    min_shared: int
+    top: int
+
+
 def _similar(graded: _Class, releases: dict[str, nbformat.NotebookNode],
              settings: GradingSettings | None = None) -> list[similarity.Comparison]:
     """Per notebook, beside the grading: the pairs of readable submissions whose own code looks alike
     (by the settings' similarity_threshold, _min_shared and _top). It reads the submissions only; a
     failure here is reported and leaves the grades as they are."""
     settings = settings or GradingSettings()
-    options = dict(threshold=settings.similarity_threshold, min_shared=settings.similarity_min_shared,
-                   top=settings.similarity_top)
+    options = _SimilarityOptions(threshold=settings.similarity_threshold, min_shared=settings.similarity_min_shared,
+                                 top=settings.similarity_top)
     found = []
     for name, notebook in graded.notebooks.items():
         readable = [submission for submission in notebook.students if submission.ok]

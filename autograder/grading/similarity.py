@@ -88,7 +88,7 @@ class Comparison:
 
 def _solution_cells(notebook) -> dict[str, str]:
     """grade id -> source of the notebook's solution regions (code cells with `solution: true`), in order."""
-    cells = {}
+    cells: dict[str, str] = {}
     for cell in notebook.cells:
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if cell.cell_type == "code" and meta.get("solution") and meta.get("grade_id"):

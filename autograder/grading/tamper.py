@@ -70,14 +70,13 @@ def scan_code(code: str, imported: set[str] | None = None) -> list[str]:
     modules = _imported_names(tree) | (imported or set())
     problems = []
     for node in ast.walk(tree):
-        targets = []
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-        for target in targets:
-            if isinstance(target, (ast.Attribute, ast.Subscript)):
-                root = _root_name(target)
-                if root in modules or (root == "sys" and "modules" in ast.unparse(target)):
-                    problems.append(f"line {node.lineno}: assigns to {ast.unparse(target)}")
+            for target in targets:
+                if isinstance(target, (ast.Attribute, ast.Subscript)):
+                    root = _root_name(target)
+                    if root in modules or (root == "sys" and "modules" in ast.unparse(target)):
+                        problems.append(f"line {node.lineno}: assigns to {ast.unparse(target)}")
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in PATCH_CALLS:
             if node.args and _root_name(node.args[0]) in modules:
                 problems.append(f"line {node.lineno}: {node.func.id}() on {ast.unparse(node.args[0])}")
@@ -110,6 +109,7 @@ def scan(submitted, release) -> Findings:
         is_test = original is not None and original.metadata["nbgrader"].get("grade") and \
             not original.metadata["nbgrader"].get("solution")
         if is_test:
+            assert original is not None, "is_test holds only for a cell of the release"
             if cell.cell_type != original.cell_type:
                 findings.notes.append(f"test cell {grade_id} turned into {cell.cell_type} (restored)")
             elif cell.source != original.source:

@@ -100,6 +100,7 @@ def build(out: Path, assignment: str, target: Path, *, due: dict[str, datetime] 
                                              + (f" ({line.reason})" if line.reason else ""))
             if not include_results:
                 continue
+            assert due is not None, "include_results without due dates raised above"
             if due[student] > now:
                 if student not in withheld:
                     withheld.add(student)

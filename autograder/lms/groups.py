@@ -181,19 +181,19 @@ def read(path: Path, class_list: Collection[str] | None = None, class_path: obje
     elif all(column in columns for column in PLAIN):
         entries = [(line, line["group"], line["student_id"], "", set()) for line in lines]
     elif team:
-        group, identifier, full_name = _worksheet_columns(path, columns, lines, team)
-        several = [line for line in lines if line[group] in moodle_strings.SEVERAL_GROUPS]
+        group_column, identifier, full_name = _worksheet_columns(path, columns, lines, team)
+        several = [line for line in lines if line[group_column] in moodle_strings.SEVERAL_GROUPS]
         problems += [f"line {line.number}: {line[identifier]} is in more than one group (Moodle does not say "
                      "which): a student is in one group" for line in several]
         for line in lines:      # in the default group: who the download's default group folder may be
-            if line[group] in moodle_strings.DEFAULT_GROUP and (student := participant_id(line[identifier])):
-                default = default or Group(line[group])
+            if line[group_column] in moodle_strings.DEFAULT_GROUP and (student := participant_id(line[identifier])):
+                default = default or Group(line[group_column])
                 if student not in default.members:
                     default.members.append(student)
                     default.lines.append(line.number)
                     if full_name and line[full_name]:
                         default.names[student] = line[full_name]
-        entries = [(line, "" if line[group] in moodle_strings.NO_GROUP else line[group],
+        entries = [(line, "" if line[group_column] in moodle_strings.NO_GROUP else line[group_column],
                     participant_id(line[identifier]), line[full_name] if full_name else "", set())
                    for line in lines if line not in several]
     else:

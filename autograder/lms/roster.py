@@ -60,7 +60,8 @@ def _participant_columns(columns: list[str], lines: list[dict[str, str]]) -> lis
     for name in columns:
         prefixes = {match.group(1) if match else None
                     for match in (_PARTICIPANT.match(line.get(name, "")) for line in lines)}
-        if len(prefixes) == 1 and None not in prefixes and re.search(r"[^\W\d_]", next(iter(prefixes))):
+        prefix = next(iter(prefixes)) if len(prefixes) == 1 else None   # the word(s) every value starts with
+        if prefix is not None and re.search(r"[^\W\d_]", prefix):
             found.append(name)
     return found
 

@@ -29,6 +29,7 @@ image never runs). Math stays: it is text until MathJax typesets it, and bleach 
 from __future__ import annotations
 
 import re
+from typing import Any, cast
 
 import bleach
 import jinja2
@@ -80,8 +81,9 @@ class SanitizedMarkdown(LoggingConfigurable):
     """The `markdown2html` filter: the exporter's own (`HTMLExporter.markdown2html`: attachments,
     anchor links, math), then `clean_html`. nbconvert builds it with the exporter as its parent."""
 
-    # A Jinja context filter, as the exporter's own markdown2html is (it reads the cell's attachments).
-    jinja_pass_arg = jinja2.pass_context(lambda context: None).jinja_pass_arg
+    # A Jinja context filter, as the exporter's own markdown2html is (it reads the cell's attachments). The
+    # cast: pass_context's stub returns the function's own type, without the attribute it sets on it.
+    jinja_pass_arg = cast(Any, jinja2.pass_context(lambda context: None)).jinja_pass_arg
 
     def __call__(self, context, source):
         render = getattr(self.parent, "markdown2html", None)
