@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import nbformat
 import pytest
+from nbgrader.plugins import LateSubmissionPlugin
 
 from autograder.grading import lateness
 from autograder.grading.lateness import Policy, TermError
@@ -140,3 +142,39 @@ def test_nbgrader_autograde_by_hand_charges_the_term_s_penalty(tmp_path, monkeyp
     preprocessor = AssignLatePenalties(config=config)
     preprocessor.init_plugin()
     assert preprocessor.plugin_inst.late_submission_penalty("ann", 8.0, 60) == 8.0
+
+
+class PerStartedHour(LateSubmissionPlugin):
+    """A course's own policy (1 % of the score per started hour late), as an instructor would write it."""
+
+    def late_submission_penalty(self, student_id, score, total_seconds_late):
+        return score * 0.01 * -(-total_seconds_late // 3600)
+
+
+def test_a_course_s_own_late_penalty_plugin_is_what_autograder_grade_charges(tmp_path):
+    """c.AssignLatePenalties.plugin_class in the course's nbgrader_config.py (nbgrader's extension point)
+    decides grades.csv's penalty too, asked only for a late submission (fast: read and settle, no kernel)."""
+    from autograder.grading import pipeline
+    from autograder.grading.results import Row
+    from autograder.runfolder import RunFolder, Status
+    from autograder.settings import GradingSettings
+    from tests import notebooks
+
+    source = tmp_path / "source" / "ps1"
+    source.mkdir(parents=True)
+    nbformat.write(notebooks.tiny_assignment(), source / "ps1.ipynb")
+    (tmp_path / "nbgrader_config.py").write_text(
+        "c = get_config()\nc.AssignLatePenalties.plugin_class = 'tests.test_lateness.PerStartedHour'\n")
+    (tmp_path / "term.toml").write_text('[due]\nps1 = "2027-01-15T12:00:00+00:00"\n')   # no [penalty]: none
+    (tmp_path / "times.csv").write_text("student_id,submitted_at\nann,2027-01-15T13:30:00+00:00\n"
+                                        "bob,2027-01-15T11:00:00+00:00\n")
+    submissions = tmp_path / "class"
+    for student in ("ann", "bob"):
+        (submissions / student).mkdir(parents=True)
+        nbformat.write(notebooks.tiny_assignment(), submissions / student / "ps1.ipynb")
+    settings = GradingSettings(term=str(tmp_path / "term.toml"), submitted_at=str(tmp_path / "times.csv"))
+    graded = pipeline.read("ps1", source, [source / "ps1.ipynb"], RunFolder(tmp_path / "out"), submissions, settings)
+    rows = [Row(student, "ps1", notebook="ps1.ipynb", score=4.0, max_score=4.0, status=Status.GRADED)
+            for student in ("ann", "bob")]
+    settled = {row.student_id: (row.penalty, row.score) for row in pipeline.settle(graded, rows, settings)}
+    assert settled == {"ann": (pytest.approx(0.08), pytest.approx(3.92)), "bob": (0.0, 4.0)}   # two started hours

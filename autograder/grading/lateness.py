@@ -28,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 
 from nbgrader.plugins import LateSubmissionPlugin
+from traitlets.config import Config
 
 from autograder import csvfile
 from autograder.errors import AutograderError
@@ -193,16 +194,24 @@ def class_term(settings: GradingSettings, assignment_id: str, students: set[str]
     return term
 
 
-def apply(row: Row, term: Term) -> None:
+def apply(row: Row, term: Term, plugin: LateSubmissionPlugin | None = None) -> None:
     """The row's submission time, lateness and late penalty under `term`: its score is its raw score less
-    the penalty (a status without a score is charged nothing)."""
+    the penalty (a status without a score is charged nothing). The penalty is the term's policy's, or,
+    when the course names a late-submission plugin of its own (`penalty_plugin`), that plugin's, asked
+    as nbgrader asks it (only for a late submission) and kept between 0 and the score as nbgrader keeps it."""
     at = term.submitted.get(row.student_id)
     row.submitted_at = at.isoformat() if at else ""
     row.lms_late = row.student_id in term.marked_late
     row.late_by = term.late_seconds(row.student_id, row.assignment)
     by_marker = term.charged_by_marker(row.student_id)
-    row.penalty = (term.policy.penalty(row.score, 1 if by_marker else row.late_by or 0.0) if row.status.scored
-                   else 0.0)
+    seconds = 1.0 if by_marker else row.late_by or 0.0
+    if not row.status.scored:
+        row.penalty = 0.0
+    elif plugin is None:
+        row.penalty = term.policy.penalty(row.score, seconds)
+    else:
+        asked = plugin.late_submission_penalty(row.student_id, row.score, seconds) if seconds > 0 else None
+        row.penalty = min(max(float(asked or 0.0), 0.0), row.score)
     if at is None and (problem := term.time_problems.get(row.student_id)):
         row.reason = "; ".join(filter(None, [row.reason, problem]))
     if by_marker:   # one second late: one started day
@@ -223,3 +232,17 @@ class TermPenalty(LateSubmissionPlugin):
         configured = GradingSettings(parent=self).term
         path = Path(configured) if configured else Path("term.toml")
         return read_term(path if path.is_file() else None).policy.penalty(score, total_seconds_late)
+
+
+def penalty_plugin(config: Config) -> LateSubmissionPlugin | None:
+    """The course's own late-submission plugin when its nbgrader configuration names one
+    (`c.AssignLatePenalties.plugin_class = "mycourse.penalties.PerHour"`, a subclass of nbgrader's
+    LateSubmissionPlugin), built as nbgrader builds it, so that `autograder grade` and `nbgrader
+    autograde` charge alike; None for the course's own `TermPenalty` (the term's policy, read directly)."""
+    from nbgrader.preprocessors import AssignLatePenalties
+
+    penalties = AssignLatePenalties(config=config)
+    if penalties.plugin_class is TermPenalty:
+        return None
+    penalties.init_plugin()
+    return penalties.plugin_inst

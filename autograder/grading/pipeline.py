@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Callable, TypedDict
 
 import nbformat
+from nbgrader.plugins import LateSubmissionPlugin
 
 from autograder import __version__
 from autograder.execution import executors, jobs, sandbox
@@ -46,6 +47,7 @@ from autograder.grading.cache import Cache, safe_id
 from autograder.grading.results import ClassResult, Row
 from autograder.grading.status import Status, after_hand_grades, decide
 from autograder.lms import groups, roster
+from autograder.nbgrader_setup import config as course_config
 from autograder.nbgrader_setup.gradebook import database_problem
 from autograder.nbgrader_setup.workspace import Workspace
 from autograder.runfolder import RunFolder
@@ -80,6 +82,7 @@ class _Class:
     groups: dict[str, groups.Group] = field(default_factory=dict)   # a group's submission's id -> the group
     names: dict[str, str] = field(default_factory=dict)   # student id -> name: the roster's, else the LMS download's
     generated_from: str = ""   # source_hash: what the workspace is generated from, part of every kept row's key
+    penalty_plugin: LateSubmissionPlugin | None = None   # the course's own late-penalty plugin, if it names one
 
     @property
     def columns(self) -> dict[str, float]:
@@ -176,7 +179,8 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
         names |= group.names
     if class_list is not None:   # the instructor's class list wins over the names an LMS download carries
         names |= class_list
-    graded = _Class(assignment_id, source_dir, run, notebooks, term, [], placed, names, generated_from)
+    graded = _Class(assignment_id, source_dir, run, notebooks, term, [], placed, names, generated_from,
+                    lateness.penalty_plugin(course_config.grading_config(source_dir.resolve().parent.parent, settings)))
     by_file = overrides.read(Path(settings.overrides), graded.columns, students | set(submission_of)) \
         if settings.overrides else []
     graded.by_hand = (formgrade.hand_grades(run, assignment_id, settings)   # the formgrader's first, the file's last
@@ -260,7 +264,7 @@ def settle(graded: _Class, rows: list[Row], settings: GradingSettings) -> list[R
         row.status, row.reason = after_hand_grades(row.status, row.reason, row.answers_to_grade)
         feedback_pages.show_hand_grades(graded.run, row, graded.by_hand, cells, settings)
         row.raw_score = row.score
-        lateness.apply(row, graded.term)
+        lateness.apply(row, graded.term, graded.penalty_plugin)
     rows = groups.spread(rows, lambda row: graded.groups.get(row.student_id),
                          lambda row, group, member: _member_row(graded.run, row, group, member))
     for row in rows:
