@@ -155,9 +155,9 @@ class RunFolder:
     def jobs_dir(self) -> Path:
         return self.root / "jobs"
 
-    def job_dir(self, student: str, notebook: str) -> Path:
-        """A job's folder: `student` is the student's safe id (the name inside nbgrader's folders)."""
-        return self.jobs_dir / student / stem(notebook)
+    def job_dir(self, safe_id: str, notebook: str) -> Path:
+        """A job's folder, under the student's name inside nbgrader's folders (`cache.safe_id`)."""
+        return self.jobs_dir / safe_id / stem(notebook)
 
     def worker_log(self, number: int) -> Path:
         """What local worker `number` wrote to its standard error (nbgrader's log, a crash)."""

@@ -203,6 +203,9 @@ def test_one_meaning_per_word():
     lms_layouts = [name for name, tree in trees.items() if "layout" in identifiers(tree)
                    and "course.layout" not in ast.unparse(tree)]
     assert lms_layouts == [], "`layout` is the course's Layout; an LMS is an `lms`"
+    executing = [name for name, tree in trees.items() if name.startswith("autograder.execution.")
+                 and "student" in identifiers(tree)]
+    assert executing == [], "a job knows its student by `safe_id` (inside nbgrader's folders) and `student_id`"
 
 
 def test_every_error_of_the_grader_has_one_base_class():

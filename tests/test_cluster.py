@@ -208,7 +208,7 @@ def test_the_dask_executor_sees_its_jobs_end_after_another_client_of_the_process
         finally:
             JOB_MAY_END.set()
             executor.close()
-    assert [(done.student, outcome.host) for done, outcome in seen] == [("ada", "in-process")]
+    assert [(done.safe_id, outcome.host) for done, outcome in seen] == [("ada", "in-process")]
 
 
 LAST_JOB_STARTED = threading.Event()
@@ -218,7 +218,7 @@ def job_that_waits_unless_ada(template: bytes, settings: GradingSettings, job) -
     """Stands for `executors.run_on_worker`: ada's job ends at once, any other waits for the test."""
     from autograder.execution import jobs
 
-    if job.student != "ada":
+    if job.safe_id != "ada":
         LAST_JOB_STARTED.set()
         assert JOB_MAY_END.wait(60), "the test never let the job end"
     return jobs.Outcome(0.5, host="in-process")
@@ -245,7 +245,7 @@ def test_the_dask_executor_gives_up_on_a_cluster_left_without_workers(monkeypatc
     def grade(executor) -> None:
         try:
             for job, outcome in executor.run_all(batch, [Workspace(tmp_path / "course", ASSIGNMENT)]):
-                seen.append((job.student, outcome))
+                seen.append((job.safe_id, outcome))
                 first_seen.set()
         except BaseException as error:  # surfaced below
             raised.append(error)

@@ -91,7 +91,7 @@ def open_executor(settings: GradingSettings, run: RunFolder) -> Executor:
 
 def local(settings: GradingSettings, run: RunFolder) -> "LocalExecutor":
     """The `local` executor: a worker process per local worker, each job's files in the run folder."""
-    return LocalExecutor(settings.local_workers, settings, lambda job: run.job_dir(job.student, job.notebook_name),
+    return LocalExecutor(settings.local_workers, settings, lambda job: run.job_dir(job.safe_id, job.notebook_name),
                          run.worker_log)
 
 
@@ -266,7 +266,7 @@ class DaskExecutor:
         # from the graph (scattered data would be lost, and every job waiting on it cancelled)
         template = self.client.submit(_course_directory, pack(spaces[0]), pure=False, key=f"course-template-{run}")
         futures = {self.client.submit(run_on_worker, template, self.settings, job, pure=False,
-                                      key=f"grade-{job.assignment}-{job.student}-{Path(job.notebook_name).stem}-{run}",
+                                      key=f"grade-{job.assignment}-{job.safe_id}-{Path(job.notebook_name).stem}-{run}",
                                       resources=self.resources): job for job in batch}
         # Future.add_done_callback runs on the loop of the future's own client (this one): another
         # client of the process, made later and closed while the jobs run (a test's own), cannot take

@@ -46,7 +46,7 @@ CLOSE_SECONDS = 10
 @dataclass(frozen=True)
 class Job:
     """What to grade: one student's notebook."""
-    student: str                 # the student's safe id (the name inside nbgrader's folders)
+    safe_id: str                 # the student's name inside nbgrader's folders (cache.safe_id)
     student_id: str              # the id as submitted (spaces, accents), kept in the gradebook as lms_user_id
     assignment: str
     notebook_name: str
@@ -123,7 +123,7 @@ class WorkerProcess:
         notebook_file = job_dir / job.notebook_name
         notebook_file.write_bytes(job.notebook_bytes)
         job_path = job_dir / "job.json"
-        WorkerJob(workspace=str(workspace_root), assignment=job.assignment, student=job.student,
+        WorkerJob(workspace=str(workspace_root), assignment=job.assignment, safe_id=job.safe_id,
                   student_id=job.student_id, notebook_name=job.notebook_name, notebook_file=str(notebook_file),
                   settings=self.settings).write(job_path)
         start = time.monotonic()

@@ -20,7 +20,7 @@ from autograder.settings import GradingSettings
 class WorkerJob:
     workspace: str               # the nbgrader course directory
     assignment: str
-    student: str                 # the student's safe id (the name inside nbgrader's folders)
+    safe_id: str                 # the student's name inside nbgrader's folders (cache.safe_id)
     student_id: str              # the id as submitted, kept in the gradebook as lms_user_id
     notebook_name: str
     notebook_file: str           # the submitted notebook, copied into the job's folder

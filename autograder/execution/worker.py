@@ -82,8 +82,8 @@ def answers(autograded, grade_ids: set[str]) -> dict[str, str]:
 
 def _fresh_submission(workspace: Workspace, job: WorkerJob) -> None:
     """The job's notebook as the only submission of its student, without an earlier run's results."""
-    target = workspace.submitted_dir(job.student)
-    for stale in (target, workspace.autograded_dir(job.student), workspace.feedback_dir(job.student)):
+    target = workspace.submitted_dir(job.safe_id)
+    for stale in (target, workspace.autograded_dir(job.safe_id), workspace.feedback_dir(job.safe_id)):
         if stale.exists():
             shutil.rmtree(stale)
     target.mkdir(parents=True)
@@ -94,7 +94,7 @@ def _autograde(workspace: Workspace, job: WorkerJob, result: WorkerResult) -> No
     errors: list[str] = []
     try:
         with errors_logged(errors):
-            workspace.autograde(job.student)
+            workspace.autograde(job.safe_id)
     except Exception as failure:  # nbgrader raises NbGraderException, and others for broken cells
         result.nbgrader_failure = explain(errors, failure, REASON_CHARS)
 
@@ -109,10 +109,10 @@ def _read_gradebook(workspace: Workspace, job: WorkerJob, result: WorkerResult) 
     try:
         with Gradebook(workspace.db_url, workspace.course_id) as gradebook:
             if job.student_id:
-                gradebook.update_or_create_student(job.student, lms_user_id=job.student_id)
+                gradebook.update_or_create_student(job.safe_id, lms_user_id=job.student_id)
             try:
                 submitted = gradebook.find_submission_notebook(Path(job.notebook_name).stem, job.assignment,
-                                                               job.student)
+                                                               job.safe_id)
             except MissingEntry:  # autograde failed before it saved anything: nbgrader_failure says why
                 return unscored
             result.max_score = float(submitted.max_score or 0.0)
@@ -135,11 +135,11 @@ def _feedback(workspace: Workspace, job: WorkerJob, result: WorkerResult) -> Non
     errors: list[str] = []
     try:
         with errors_logged(errors):
-            workspace.generate_feedback(job.student)
+            workspace.generate_feedback(job.safe_id)
     except Exception as failure:  # nbconvert's exporters, nbgrader's NbGraderException
         result.feedback_failure = explain(errors, failure, REASON_CHARS)
         return
-    produced = workspace.feedback_dir(job.student) / f"{Path(job.notebook_name).stem}.html"
+    produced = workspace.feedback_dir(job.safe_id) / f"{Path(job.notebook_name).stem}.html"
     if produced.exists():
         result.feedback = str(produced)
     else:
@@ -157,7 +157,7 @@ def grade(job: WorkerJob) -> WorkerResult:
         _autograde(workspace, job, result)
     result.autograde_seconds = round(time.monotonic() - start, 3)
     unscored = _read_gradebook(workspace, job, result)
-    path = workspace.autograded_dir(job.student) / job.notebook_name
+    path = workspace.autograded_dir(job.safe_id) / job.notebook_name
     autograded = nbformat.read(path, as_version=4) if path.exists() else None
     result.answers_to_grade = answers(autograded, unscored)
     result.timed_out_cell = timed_out_cell(autograded)

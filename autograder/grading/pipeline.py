@@ -100,7 +100,7 @@ class _Plan:
     """What `plan` decided: the rows known without running anything, and the jobs to run."""
     rows: list[Row]
     batch: list[jobs.Job]
-    in_flight: dict[tuple[str, str], tuple[intake.Submission, tamper.Findings]]   # (student, notebook) -> ...
+    in_flight: dict[tuple[str, str], tuple[intake.Submission, tamper.Findings]]   # (safe id, notebook) -> ...
     releases: dict[str, nbformat.NotebookNode]
 
 
@@ -206,9 +206,9 @@ def _plan(graded: _Class, spaces: list[Workspace], settings: GradingSettings) ->
                 plan.rows.append(row)
             else:
                 assert submission.notebook_bytes is not None, "an ok submission holds its notebook (_validated)"
-                student = safe_id(submission.student_id)
-                plan.in_flight[student, name] = (submission, tamper.scan(intake.as_notebook(submission), release))
-                plan.batch.append(jobs.Job(student, submission.student_id, graded.assignment_id, name,
+                inside = safe_id(submission.student_id)
+                plan.in_flight[inside, name] = (submission, tamper.scan(intake.as_notebook(submission), release))
+                plan.batch.append(jobs.Job(inside, submission.student_id, graded.assignment_id, name,
                                            submission.notebook_bytes))
     return plan
 
@@ -230,11 +230,11 @@ def execute(graded: _Class, plan: _Plan, executor, spaces: list[Workspace], sett
     for row in plan.rows:
         finish(row)
     graded.run.feedback_dir.mkdir(exist_ok=True)
-    left = {(job.student, job.notebook_name): job for job in plan.batch}
+    left = {(job.safe_id, job.notebook_name): job for job in plan.batch}
 
     def take(job: jobs.Job, outcome: jobs.Outcome) -> None:
-        del left[job.student, job.notebook_name]
-        submission, findings = plan.in_flight[job.student, job.notebook_name]
+        del left[job.safe_id, job.notebook_name]
+        submission, findings = plan.in_flight[job.safe_id, job.notebook_name]
         row = _row(submission, graded, job.notebook_name, outcome, findings, settings)
         if outcome.feedback_html is not None:
             row.feedback = graded.run.feedback_page(submission.student_id, job.notebook_name)
