@@ -9,8 +9,8 @@ A run folder holds:
                     (`column`: the cell's grade id, `<notebook>:<grade id>` when the assignment has
                     several notebooks); read back into typed rows by `read_grades`
 - `max_points.csv`  what the score and every cell column are out of
-- `intake.csv`      what intake read: each student's origin in the download, LMS names and markers (a
-                    group's submission once per member, under the member's id and upload name)
+- `intake.csv`      what intake read (`IntakeLine`): each student's origin in the download, LMS names and
+                    markers (a group's submission once per member, under the member's id and upload name)
 - `similarity.csv`  pairs of students whose own code looks alike
 - `report.html`     the class report
 - `feedback/`       `<student>.html`, or `<student>/<notebook>.html` with several notebooks
@@ -37,7 +37,6 @@ from pathlib import Path
 from autograder import csvfile
 
 MAX_POINTS_COLUMNS = ("column", "max_points")
-INTAKE_COLUMNS = ("student_id", "notebook", "lms", "name", "late_marked", "origin", "reupload", "problem")
 
 
 class Status(StrEnum):
@@ -298,5 +297,30 @@ def read_max_points(path: Path) -> dict[str, float]:
     return dict(lines)
 
 
-def read_intake(path: Path) -> list[csvfile.Line]:
-    return csvfile.read(path, INTAKE_COLUMNS, hint=" (run `autograder grade` first)")
+@dataclass(frozen=True)
+class IntakeLine:
+    """One line of intake.csv, typed: its fields, in order, are the columns (written by `record_cells`,
+    read by `read_intake`, both from these fields and types)."""
+    student_id: str
+    notebook: str
+    lms: str = ""              # the LMS whose download it came from; empty for a folder of students
+    name: str = ""             # the LMS's name for the student (a group's member: the member's)
+    late_marked: bool = False  # the LMS's download marked it late: "yes" or empty
+    origin: str = ""           # where in the download it came from
+    reupload: str = ""         # the name a feedback file goes back under (autograder feedback)
+    problem: str = ""          # why it cannot be graded, if it cannot
+
+
+INTAKE_COLUMNS = tuple(column.name for column in fields(IntakeLine))
+
+
+def record_cells(record) -> list[str]:
+    """A record's fields as one CSV line, as grades.csv writes its values (`_text`)."""
+    return [_text(getattr(record, column.name)) for column in fields(record)]
+
+
+def read_intake(path: Path) -> list[IntakeLine]:
+    """intake.csv as typed lines; every malformed line is named with its file and number."""
+    return csvfile.parse(path, INTAKE_COLUMNS, lambda line: IntakeLine(
+        **{column.name: _value(line, column.name, str(column.type)) for column in fields(IntakeLine)}),
+        hint=" (run `autograder grade` first)")

@@ -76,7 +76,7 @@ def strays(run: RunFolder) -> set[str]:
     (intake.csv: an LMS, no re-upload name)."""
     if not run.intake_csv.exists():
         return set()
-    return {line["student_id"] for line in read_intake(run.intake_csv) if line["lms"] and not line["reupload"]}
+    return {line.student_id for line in read_intake(run.intake_csv) if line.lms and not line.reupload}
 
 
 def build(out: Path, assignment: str, source_dir: Path, *, due: dict[str, datetime] | None, now: datetime,

@@ -84,7 +84,9 @@ def _pipes(process: subprocess.Popen) -> tuple[IO[bytes], IO[bytes]]:
 
 
 class WorkerProcess:
-    """One slot's worker: started on its first job, and again after a job it did not survive."""
+    """One slot's worker: started on its first job, and again after a job it did not survive. Not
+    thread-safe: one thread hands it one job at a time (`executors.LocalExecutor`); `stop` then `close`
+    end it."""
 
     def __init__(self, settings: GradingSettings, log_path: Path, *, gpu_devices: str | None = None,
                  host: str = ""):
@@ -116,7 +118,12 @@ class WorkerProcess:
         return stdout.readline().decode("utf-8").strip()
 
     def run(self, job: Job, workspace_root: Path, job_dir: Path) -> Outcome:
-        """Grade `job` against the course directory at `workspace_root`, in `job_dir`."""
+        """Grade `job` against the course directory at `workspace_root`, in `job_dir`.
+
+        Returns the job's outcome: a student's notebook failing, a crash, a timeout or a limit passed
+        is an outcome, never an exception. Writes `job_dir` (made anew: the notebook, job.json, what the
+        worker leaves); starts the worker process when none runs, and forgets one it killed or that
+        died (the next job starts another); changes `self.jobs`."""
         if job_dir.exists():
             shutil.rmtree(job_dir)
         job_dir.mkdir(parents=True)

@@ -42,7 +42,7 @@ import nbformat
 
 from autograder.errors import AutograderError
 from autograder.lms import downloads, exchange, groups
-from autograder.runfolder import INTAKE_COLUMNS
+from autograder.runfolder import INTAKE_COLUMNS, IntakeLine, record_cells
 
 log = logging.getLogger(__name__)
 
@@ -352,7 +352,7 @@ def write_csv(path: Path, students: dict[str, list[Submission]], placed: dict[st
             for s in submissions:
                 group = placed.get(s.student_id)
                 for student in group.members if group else [s.student_id]:
-                    writer.writerow([student, name, s.lms, group.names.get(student, group.name) if group else s.name,
-                                     "yes" if s.late_marked else "", s.origin,
-                                     groups.upload_name(s.lms, s.reupload, group, student) if group else s.reupload,
-                                     s.problem])
+                    writer.writerow(record_cells(IntakeLine(
+                        student, name, s.lms, group.names.get(student, group.name) if group else s.name,
+                        s.late_marked, s.origin,
+                        groups.upload_name(s.lms, s.reupload, group, student) if group else s.reupload, s.problem)))

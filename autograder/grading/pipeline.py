@@ -107,7 +107,13 @@ class _Plan:
 def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Path, *,
                 settings: GradingSettings | None = None, progress: Callable[[str], None] = print) -> ClassResult:
     """Grade every notebook of the assignment for every student: one row per student and notebook.
-    `progress` gets one line per row as it is known."""
+    `progress` gets one line per row as it is known.
+
+    Returns the class's result; writes the run folder `out` (nothing else: the submissions are only read).
+    Raises, before any grading: `GradingError` (no source, an unreachable gradebook), `SandboxUnavailable`
+    (no sandbox, none asked for), the readers' errors (term, extensions, times, overrides, roster,
+    groups, intake: each an `AutograderError` naming its file and line); after the rows are written:
+    `ClusterError` when the cluster stopped taking jobs."""
     settings = settings or GradingSettings()
     sandbox_mode = _check(settings)
     paths = source_notebooks(assignment_id, source_dir)
@@ -146,7 +152,8 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
          settings: GradingSettings) -> _Class:
     """The assignment's notebooks (`paths`) with their students, their names, their groups, the term and
     the points set by hand; intake.csv. A group's member may stand for the group's submission in the
-    term's files and the overrides: the group's row, and so every member's, gets the line."""
+    term's files and the overrides: the group's row, and so every member's, gets the line. Writes
+    intake.csv only; raises the readers' errors (`AutograderError`s naming the file and line)."""
     run.root.mkdir(parents=True, exist_ok=True)
     # one hash of what the workspace is generated from, for the workspace and for the rows kept
     generated_from = source_hash(source_dir, source_dir.resolve().parent.parent, settings)
@@ -194,7 +201,7 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
 
 def _plan(graded: _Class, spaces: list[Workspace], settings: GradingSettings) -> _Plan:
     """For every submission either its row (unreadable, or unchanged since the last run) or a job with
-    its tamper findings."""
+    its tamper findings. Returns the plan; reads the release notebooks in `spaces[0]`; writes nothing."""
     plan = _Plan([], [], {}, {})
     for name, notebook in graded.notebooks.items():
         release = plan.releases[name] = nbformat.read(spaces[0].release_dir() / name, as_version=4)
@@ -218,7 +225,10 @@ def execute(graded: _Class, plan: _Plan, executor, spaces: list[Workspace], sett
     """Every job run on `executor` with the course directories `spaces`; each outcome a row (its
     feedback page written, its cache entry kept unless it never ran) as it arrives. When the cluster
     stops taking jobs (a `ClusterError`), every job without an outcome gets a row that says why it was
-    not run, and the error comes back beside the rows for `grade_class` to raise once they are written."""
+    not run, and the error comes back beside the rows for `grade_class` to raise once they are written.
+
+    Returns (the rows, the cluster's error or None); writes each job's feedback page and kept row; calls
+    `progress` once per row; raises what the executor raises other than a `ClusterError`."""
     rows: list[Row] = []
     total = len(plan.rows) + len(plan.batch)
 
@@ -257,7 +267,11 @@ def settle(graded: _Class, rows: list[Row], settings: GradingSettings) -> list[R
     """After the cache took the rows: the points set by hand, the status they settle, the feedback page
     made again with them (`feedback_pages`), the late penalty (a new override, due date or policy needs
     no re-grade); then the rows of the class, a group's row once per member with the group's feedback
-    page copied to the member's, each named (a new roster needs no re-grade either)."""
+    page copied to the member's, each named (a new roster needs no re-grade either).
+
+    Returns the class's rows; changes the rows it is given (points, status, lateness) and writes the
+    re-made feedback pages and the members' copies; raises nothing of its own (a page that cannot be
+    made again stays as it was, with a warning; a course's own late-penalty plugin's error passes through)."""
     for row in rows:
         cells = graded.columns_of(row.notebook)
         overrides.apply(row, graded.by_hand, set(cells))

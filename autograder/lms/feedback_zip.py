@@ -60,8 +60,7 @@ def names(run: RunFolder) -> dict[tuple[str, str], str]:
     """(student, notebook) -> what a feedback file's name starts with, for students of an LMS download."""
     if not run.intake_csv.exists():
         return {}
-    return {(line["student_id"], line["notebook"]): line["reupload"] for line in read_intake(run.intake_csv)
-            if line["reupload"]}
+    return {(line.student_id, line.notebook): line.reupload for line in read_intake(run.intake_csv) if line.reupload}
 
 
 def archive_name(reupload: str | None, student: str, notebook: str, kind: str, suffix: str = ".html") -> str:

@@ -48,6 +48,9 @@ def tools_on_path():
 
 @dataclass
 class Workspace:
+    """The nbgrader course directory at `root` for one assignment: `create` once, then `autograde` and
+    `generate_feedback` per student (their `student_id` is the name inside nbgrader's folders, a safe
+    id). Each writes only under `root` and into the gradebook (`db_url`); none changes the object."""
     root: Path
     assignment_id: str
     settings: GradingSettings = field(default_factory=GradingSettings)
@@ -131,6 +134,8 @@ class Workspace:
             app.start()
 
     def generate_feedback(self, student_id: str) -> None:
+        """Run nbgrader's GenerateFeedback for one student (their autograded notebook must be there);
+        writes `feedback_dir(student_id)`; raises NbGraderException when it fails."""
         config = self.config()
         with tools_on_path():
             app = GenerateFeedback(coursedir=self._coursedir(config, student_id), config=config)
