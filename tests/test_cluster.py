@@ -416,6 +416,49 @@ def test_two_graders_share_one_new_postgres_gradebook_at_once(course, gradebook_
             assert gradebook.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, safe_id(student)).score == 6.0, student
 
 
+def test_reading_hand_grades_waits_while_another_grader_records_the_assignment(gradebook_url, tmp_path):
+    """The race the test above once lost: a grader reading the formgrader's hand grades opened nbgrader's
+    Gradebook, which records the course, while the other grader was recording the assignment (and the
+    course) in the new gradebook: a unique-key error. Reading now takes the shared side of the
+    gradebook's lock, so it waits, seen as a shared advisory lock not granted, until the other is done."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import sqlalchemy
+
+    from autograder.grading import formgrade
+    from autograder.nbgrader_setup.gradebook import create_tables, gradebook_lock
+    from autograder.runfolder import RunFolder
+
+    url = servers.create_database(gradebook_url, "waiting")
+    create_tables(url)   # the tables, and no course yet: the other grader is between the two
+    engine = sqlalchemy.create_engine(url)
+
+    def waiting() -> int:
+        with engine.connect() as connection:
+            return connection.execute(sqlalchemy.text(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' "
+                "AND NOT granted")).scalar()
+
+    def courses() -> int:
+        with engine.connect() as connection:
+            return connection.execute(sqlalchemy.text("SELECT count(*) FROM course")).scalar()
+
+    try:
+        with ThreadPoolExecutor(1) as reader:
+            with gradebook_lock(url):   # the other grader records the assignment
+                reading = reader.submit(formgrade.hand_grades, RunFolder(tmp_path / "out"), ASSIGNMENT,
+                                        GradingSettings(db_url=url))
+                deadline = time.monotonic() + 60
+                while waiting() == 0 and not reading.done() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                assert not reading.done() and waiting() == 1, "reading the hand grades did not wait for the lock"
+                assert courses() == 0, "the course was recorded while another grader held the gradebook"
+            assert reading.result(timeout=60) == []
+        assert courses() == 1
+    finally:
+        engine.dispose()
+
+
 def test_a_gpu_worker_gives_its_kernels_its_own_gpu_only(cluster):
     """The worker with the (fake) GPU resource hands CUDA_VISIBLE_DEVICES to its jobs; the other none."""
     from distributed import Client, get_worker

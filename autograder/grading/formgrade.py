@@ -30,7 +30,7 @@ from autograder.grading.cache import safe_id
 from autograder.grading.overrides import Override
 from autograder.grading.results import Row
 from autograder.nbgrader_setup.config import CONFIG_FILE
-from autograder.nbgrader_setup.gradebook import has_tables
+from autograder.nbgrader_setup.gradebook import gradebook_lock, has_tables
 from autograder.nbgrader_setup.workspace import Workspace
 from autograder.runfolder import RunFolder
 from autograder.settings import GradingSettings
@@ -121,7 +121,10 @@ def hand_grades(run: RunFolder, assignment_id: str, settings: GradingSettings | 
     if not (has_tables(settings.db_url) if settings.db_url else (run.formgrade_dir / "gradebook.db").exists()):
         return []   # nothing graded by hand yet (and no gradebook made here: that is the grading run's)
     found = []
-    with Gradebook(workspace.db_url, workspace.course_id) as gradebook:
+    # the shared side of the gradebook's lock: opening nbgrader's Gradebook records the course when it
+    # is not there yet, which must not happen while another grader records the assignment (it records
+    # the course too: two records of one course, a unique-key error that stopped that grader)
+    with gradebook_lock(workspace.db_url, shared=True), Gradebook(workspace.db_url, workspace.course_id) as gradebook:
         try:
             assignment = gradebook.find_assignment(assignment_id)
         except MissingEntry:
