@@ -110,11 +110,14 @@ def browsers():
             chromium.close()
 
 
-def launch(hub: Hub, page, user: str, roles: list[str]) -> None:
-    """`user` launched from the LMS's page into their JupyterLab, its menu bar shown."""
+def launch(hub: Hub, page, user: str, roles: list[str], *, shown: bool = True) -> None:
+    """`user` launched from the LMS's page into their JupyterLab, its menu bar shown (`shown`: else
+    only as far as the JupyterLab URL, for a user who goes elsewhere next)."""
     page.goto(hub.platform.launch_url(user, roles))
     page.wait_for_url(re.compile(rf"/user/{user}/lab"), timeout=120_000)
-    lab_ui.wait_visible(page, page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader"), "JupyterLab's menu bar")
+    if shown:
+        lab_ui.wait_visible(page, page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader"),
+                            "JupyterLab's menu bar")
 
 
 def formgrader_button(hub: Hub, page, column: str, done: str) -> None:
@@ -222,10 +225,10 @@ def test_a_class_releases_answers_validates_submits_is_graded_and_reads_feedback
     teacher, ann, ben = browsers[INSTRUCTOR], browsers[ANN], browsers[BEN]
 
     # the instructor launches from the LMS and releases 01 from the formgrader
-    launch(hub, teacher, INSTRUCTOR, ["Instructor"])
+    launch(hub, teacher, INSTRUCTOR, ["Instructor"], shown=False)
     formgrader_button(hub, teacher, "release", f"Successfully released '{ASSIGNMENT}'")
 
-    # each student launches, fetches, answers and presses Validate; both validations run at once
+    # each student launches, fetches, answers, presses Validate and submits, one after the other
     source = nbformat.read(LAYOUT.source_notebook(ASSIGNMENT), as_version=4)
     right = next(cell.source for cell in type_in_solutions(nbformat.read(course / "release" / NOTEBOOK, as_version=4),
                                                               source).cells
@@ -246,6 +249,18 @@ def test_a_class_releases_answers_validates_submits_is_graded_and_reads_feedback
         assert ("_check_standardize(" not in text) == passes, text[:3000]
         assert "The following cell failed" in text, "the blank exercises were reported as passing"
         submit(page)
+
+    # ben cannot read ann's notebook from a terminal of his own JupyterLab
+    theirs, out_file = Path(pwd.getpwnam(ANN).pw_dir) / NOTEBOOK, Path(pwd.getpwnam(BEN).pw_dir) / "tried.txt"
+    in_terminal(ben, f"cat {theirs} > ~/tried.part 2>&1; echo status=$? >> ~/tried.part; mv ~/tried.part ~/tried.txt")
+    deadline = time.monotonic() + 60
+    while not out_file.exists() and time.monotonic() < deadline:
+        ben.wait_for_timeout(200)
+    if not out_file.exists():
+        lab_ui.fail_with_page(ben, "the command typed into ben's terminal wrote nothing in 60 s")
+    tried = out_file.read_text(encoding="utf-8")
+    assert out_file.stat().st_uid == pwd.getpwnam(BEN).pw_uid, "ben's terminal did not run as ben"
+    assert "Permission denied" in tried and "status=1" in tried and "make_standardize" not in tried, tried
 
     # ben cannot find ann's submission in the exchange: the inbound folder cannot be listed
     inbound = hub.state / "exchange" / COURSE / "inbound"
@@ -282,19 +297,8 @@ def test_a_class_releases_answers_validates_submits_is_graded_and_reads_feedback
     assert score(fetch_feedback(ann, hub, ANN)) == (2.0, maximum)
     assert score(fetch_feedback(ben, hub, BEN)) == (0.0, maximum)
 
-    # ben is refused ann's notebook: by its URL, through the contents API, and from his terminal
+    # ben is refused ann's notebook by its URL and through the contents API
     by_url = ben.goto(f"{hub.url}/user/{ANN}/lab/tree/{NOTEBOOK}")
     assert by_url.status == 403, (by_url.status, ben.inner_text("body")[:500])
     by_api = ben.request.get(f"{hub.url}/user/{ANN}/api/contents/{NOTEBOOK}")
     assert by_api.status in (403, 404) and "make_standardize" not in by_api.text(), (by_api.status, by_api.text()[:300])
-    launch(hub, ben, BEN, ["Learner"])
-    theirs, out_file = Path(pwd.getpwnam(ANN).pw_dir) / NOTEBOOK, Path(pwd.getpwnam(BEN).pw_dir) / "tried.txt"
-    in_terminal(ben, f"cat {theirs} > ~/tried.part 2>&1; echo status=$? >> ~/tried.part; mv ~/tried.part ~/tried.txt")
-    deadline = time.monotonic() + 60
-    while not out_file.exists() and time.monotonic() < deadline:
-        ben.wait_for_timeout(200)
-    if not out_file.exists():
-        lab_ui.fail_with_page(ben, "the command typed into ben's terminal wrote nothing in 60 s")
-    tried = out_file.read_text(encoding="utf-8")
-    assert out_file.stat().st_uid == pwd.getpwnam(BEN).pw_uid, "ben's terminal did not run as ben"
-    assert "Permission denied" in tried and "status=1" in tried and "make_standardize" not in tried, tried
