@@ -252,7 +252,7 @@ def _text(value) -> str:
 def grades_cells(row, cell_columns: list[str]) -> list[str]:
     """One line of grades.csv for `row` (anything with GradesLine's column names as attributes, and
     `cells`: column -> points), its cell columns in `cell_columns`' order."""
-    return ([_text(getattr(row, name)) for name in GRADES_COLUMNS]
+    return (record_cells(row, GRADES_COLUMNS)
             + [_text(float(row.cells[cell])) if cell in row.cells and row.cells[cell] is not None else ""
                for cell in cell_columns])
 
@@ -276,11 +276,16 @@ def _value(line: csvfile.Line, name: str, kind: str):
     return text
 
 
+def _typed(line: csvfile.Line, record: type, names: tuple[str, ...]) -> dict:
+    """The columns `names` of `line`, each read as `record`'s field of that name says (`_value`)."""
+    return {column.name: _value(line, column.name, str(column.type)) for column in fields(record)
+            if column.name in names}
+
+
 def _grades_line(line: csvfile.Line) -> GradesLine:
     cells = {column: csvfile.number(line, column) if value else None
              for column, value in line.values.items() if column not in GRADES_COLUMNS}
-    return GradesLine(**{column.name: _value(line, column.name, str(column.type)) for column in _COLUMN_FIELDS},
-                      cells=cells)
+    return GradesLine(**_typed(line, GradesLine, GRADES_COLUMNS), cells=cells)
 
 
 def read_grades(path: Path) -> list[GradesLine]:
@@ -314,13 +319,12 @@ class IntakeLine:
 INTAKE_COLUMNS = tuple(column.name for column in fields(IntakeLine))
 
 
-def record_cells(record) -> list[str]:
-    """A record's fields as one CSV line, as grades.csv writes its values (`_text`)."""
-    return [_text(getattr(record, column.name)) for column in fields(record)]
+def record_cells(record, names: tuple[str, ...] = ()) -> list[str]:
+    """A record's fields (or its attributes `names`) as one CSV line, written as `_text` writes values."""
+    return [_text(getattr(record, name)) for name in names or [column.name for column in fields(record)]]
 
 
 def read_intake(path: Path) -> list[IntakeLine]:
     """intake.csv as typed lines; every malformed line is named with its file and number."""
-    return csvfile.parse(path, INTAKE_COLUMNS, lambda line: IntakeLine(
-        **{column.name: _value(line, column.name, str(column.type)) for column in fields(IntakeLine)}),
-        hint=" (run `autograder grade` first)")
+    return csvfile.parse(path, INTAKE_COLUMNS, lambda line: IntakeLine(**_typed(line, IntakeLine, INTAKE_COLUMNS)),
+                         hint=" (run `autograder grade` first)")

@@ -122,6 +122,15 @@ def menu(page: Page, top: str, item: str) -> None:
     wait_visible(page, entry, f"the menu item {top} > {item}").first.click()
 
 
+def type_into_cell(page: Page, index: int, text: str) -> None:
+    """Replace what the cell at `index` holds with `text`, typed into its editor (select all, then the text)."""
+    editor = page.locator(CELLS).nth(index).locator(".cm-content")
+    editor.scroll_into_view_if_needed()
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(text)
+
+
 def select_cell(page: Page, index: int) -> None:
     """Select the cell at `index` by clicking its prompt area (command mode, as a user would)."""
     cell = page.locator(CELLS).nth(index)

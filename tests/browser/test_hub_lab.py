@@ -137,26 +137,28 @@ def assignment_list(page) -> None:
     lab_ui.menu(page, "Nbgrader", "Assignment List")
 
 
+def panel_action(page, listed: str, button: str, lands: str) -> None:
+    """In the Assignments panel, 01's `button` pressed in the list `listed` (released, fetched,
+    submitted), and 01 waited for in the list `lands`."""
+    assignment_list(page)
+    row = page.locator(f"#{listed}_assignments_list .list_item", has_text=ASSIGNMENT)
+    lab_ui.wait_visible(page, row, f"the {listed} assignment, with its {button} button")
+    row.first.get_by_role("button", name=button).click()
+    after = page.locator(f"#{lands}_assignments_list .list_item", has_text=ASSIGNMENT)
+    lab_ui.wait_visible(page, after, f"the assignment in the {lands} list after {button}")
+
+
 def answer_and_validate(page, hub: Hub, student: str, answer: str) -> Path:
     """Fetch 01 in the Assignments panel, open it, type `answer` into the exercise's cell, save, press
     Validate. Returns the student's notebook."""
-    assignment_list(page)
-    row = page.locator("#released_assignments_list .list_item", has_text=ASSIGNMENT)
-    lab_ui.wait_visible(page, row, "the released assignment in the Assignments panel")
-    row.first.get_by_role("button", name="Fetch").click()
-    fetched = page.locator("#fetched_assignments_list .list_item", has_text=ASSIGNMENT)
-    lab_ui.wait_visible(page, fetched, "the fetched assignment")
+    panel_action(page, "released", "Fetch", "fetched")
     notebook = Path(pwd.getpwnam(student).pw_dir) / NOTEBOOK
     assert notebook.stat().st_uid == pwd.getpwnam(student).pw_uid, "the fetch did not run as the student"
 
     lab_ui.open_notebook(page, f"{hub.url}/user/{student}/lab/tree/{NOTEBOOK}")
     cells = nbformat.read(notebook, as_version=4).cells
     index = next(i for i, cell in enumerate(cells) if cell.metadata.get("nbgrader", {}).get("grade_id") == EXERCISE)
-    editor = page.locator(lab_ui.CELLS).nth(index).locator(".cm-content")
-    editor.scroll_into_view_if_needed()
-    editor.click()
-    page.keyboard.press("Control+a")
-    page.keyboard.insert_text(answer)
+    lab_ui.type_into_cell(page, index, answer)
     assert lab_ui.save_and_read(page, notebook).cells[index].source == answer
     page.locator(".jp-NotebookPanel-toolbar .jp-ToolbarButton", has_text="Validate").first.click()
     return notebook
@@ -174,15 +176,6 @@ def validation(page, hub: Hub) -> str:
                                     f"{2 * lab_ui.KERNEL_TIMEOUT:.0f} s; the hub's and servers' log ends:\n"
                                     + hub.log.read_text(errors="replace")[-4000:])
     return dialog.first.inner_text()
-
-
-def submit(page) -> None:
-    assignment_list(page)
-    fetched = page.locator("#fetched_assignments_list .list_item", has_text=ASSIGNMENT)
-    lab_ui.wait_visible(page, fetched, "the fetched assignment, with its Submit button")
-    fetched.first.get_by_role("button", name="Submit").click()
-    submitted = page.locator("#submitted_assignments_list .list_item", has_text=ASSIGNMENT)
-    lab_ui.wait_visible(page, submitted, "the submission in the Assignments panel")
 
 
 def fetch_feedback(page, hub: Hub, student: str) -> str:
@@ -248,7 +241,7 @@ def test_a_class_releases_answers_validates_submits_is_graded_and_reads_feedback
         # the dialog shows each failing test cell's source: the exercise's test calls _check_standardize
         assert ("_check_standardize(" not in text) == passes, text[:3000]
         assert "The following cell failed" in text, "the blank exercises were reported as passing"
-        submit(page)
+        panel_action(page, "fetched", "Submit", "submitted")
 
     # ben cannot read ann's notebook from a terminal of his own JupyterLab
     theirs, out_file = Path(pwd.getpwnam(ANN).pw_dir) / NOTEBOOK, Path(pwd.getpwnam(BEN).pw_dir) / "tried.txt"

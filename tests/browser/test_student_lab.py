@@ -97,11 +97,7 @@ def test_validate_after_solving_one_exercise_reports_only_the_others(lab, notebo
     answer = typed.cells[index].source
 
     lab_ui.open_notebook(page, lab.page_url(NOTEBOOK))
-    editor = page.locator(lab_ui.CELLS).nth(index).locator(".cm-content")
-    editor.scroll_into_view_if_needed()
-    editor.click()
-    page.keyboard.press("Control+a")
-    page.keyboard.insert_text(answer)
+    lab_ui.type_into_cell(page, index, answer)
     page.keyboard.press("Shift+Enter")
     state = lab_ui.wait_run_finished(page, index)
     saved = lab_ui.save_and_read(page, notebook, lab_ui.ran(state)).cells[index]
