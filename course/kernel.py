@@ -40,11 +40,6 @@ KERNEL_ENVIRONMENT = {"TF_FORCE_GPU_ALLOW_GROWTH": "true"}
 KERNEL_ARGUMENTS = ("--ext=course.kernel",)
 
 
-def kernelspec_metadata() -> dict:
-    """The `kernelspec` block every course notebook carries."""
-    return {"name": KERNEL_NAME, "display_name": DISPLAY_NAME, "language": "python"}
-
-
 # nbgrader's Validate button runs the whole notebook with nbgrader's default of 30 s per cell; a
 # course notebook's first cell (`import tensorflow`) alone can take longer on a busy laptop, and a
 # training cell does with the default sizes. nbgrader's validate handler reads `nbgrader_config.py`

@@ -35,10 +35,6 @@ class Measurement:
         return min(self.samples)
 
     @property
-    def max_s(self) -> float:
-        return max(self.samples)
-
-    @property
     def iqr_s(self) -> float:
         """Inter-quartile range: the spread of the middle half of the samples."""
         if len(self.samples) < 2:

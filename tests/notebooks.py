@@ -7,6 +7,9 @@ from nbformat import v4
 
 from course import kernel
 
+# the `kernelspec` block every course notebook carries
+KERNELSPEC = {"name": kernel.KERNEL_NAME, "display_name": kernel.DISPLAY_NAME, "language": "python"}
+
 
 def _meta(grade_id: str, *, grade: bool, solution: bool, locked: bool, points: int | None = None) -> dict:
     meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3,
@@ -33,7 +36,7 @@ def test_cell(source: str, cell_id: str, points: int = 1) -> nbformat.NotebookNo
 
 def notebook(cells: list) -> nbformat.NotebookNode:
     nb = v4.new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = kernel.kernelspec_metadata()
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nb.metadata["language_info"] = {"name": "python"}
     return nb
 

@@ -10,8 +10,9 @@ import pytest
 from nbformat import v4
 
 from autograder.authoring import course_run
-from course import kernel, runner
+from course import runner
 from course.layout import Layout
+from tests import notebooks
 
 # what a TensorFlow kernel does to the terminal: C++ logging on descriptor 2, past the notebook
 NOISY = ("import os\n"
@@ -22,7 +23,7 @@ NOISY = ("import os\n"
 def noisy_notebook(path: Path, extra: str = "") -> Path:
     notebook = v4.new_notebook(cells=[v4.new_code_cell("MATMUL_SIZE = 1\nREPEATS = 1", metadata={"tags": ["parameters"]}),
                                       v4.new_code_cell(NOISY), v4.new_code_cell(extra or "print(MATMUL_SIZE)")])
-    notebook.metadata["kernelspec"] = kernel.kernelspec_metadata()
+    notebook.metadata["kernelspec"] = dict(notebooks.KERNELSPEC)
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, path)
     return path

@@ -34,10 +34,6 @@ def generate(layout: Layout, assignment_id: str, destination: Path) -> Path:
     return target
 
 
-def generate_all(layout: Layout) -> list[Path]:
-    return [generate(layout, aid, layout.release) for aid in present(layout)]
-
-
 def drift(layout: Layout) -> list[str]:
     """What differs between release/ and a fresh generation; empty when in sync."""
     problems = []

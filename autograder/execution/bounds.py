@@ -1,4 +1,4 @@
-"""Run a command under a wall-clock, a memory and a task bound, and kill its whole process tree.
+"""Watch a process tree under a wall-clock, a memory and a task bound, and kill the whole tree past one.
 
 The grading worker starts a Jupyter kernel in a new session (jupyter_client does), so a process
 group kill would miss it: the watchdog walks the tree with psutil and sums the resident memory and
@@ -10,7 +10,6 @@ task count is watched here as well.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -22,18 +21,6 @@ POLL_SECONDS = 0.25
 # every process of the machine, 7 ms on the 2-core build machine); between two walks the memory and
 # tasks of the processes already known are measured
 TREE_EVERY = 8
-
-
-@dataclass(frozen=True)
-class Bounded:
-    """What the watchdog saw of one bounded command: its exit, its time, which bound ended it."""
-    returncode: int | None
-    seconds: float
-    timed_out: bool = False
-    memory_exceeded: bool = False
-    tasks_exceeded: bool = False
-    peak_bytes: int = 0
-    stderr_tail: str = ""
 
 
 def _tree(process: psutil.Process) -> list[psutil.Process]:
@@ -105,37 +92,3 @@ def watch(root: psutil.Process, finished: Callable[[float], bool], *, start: flo
     leftovers = {process.pid: process for process in [*known[1:], *_tree(root)[1:]]}
     kill_tree([process for process in leftovers.values() if process.is_running()])
     return Watched(timed_out, memory_exceeded, tasks_exceeded, peak)
-
-
-def _tail(stderr_path: str | None) -> str:
-    if not stderr_path:
-        return ""
-    with open(stderr_path, "rb") as handle:
-        return handle.read()[-4000:].decode("utf-8", "replace")
-
-
-def run_bounded(command: list[str], *, timeout: float, memory_bytes: int, tasks: int = 10**6,
-                env: dict | None = None, cwd: str | None = None, stderr_path: str | None = None) -> Bounded:
-    """Run `command` in a new session; kill it and its descendants past `timeout` seconds,
-    `memory_bytes` of RSS or `tasks` processes and threads."""
-    start = time.monotonic()
-    stderr = open(stderr_path, "wb") if stderr_path else subprocess.DEVNULL
-    try:
-        child = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=stderr,
-                                 stdin=subprocess.DEVNULL, start_new_session=True)
-    finally:
-        if not isinstance(stderr, int):   # the file opened above (stderr_path), not DEVNULL
-            stderr.close()
-    watched = watch(psutil.Process(child.pid), lambda seconds: _exited(child, seconds), start=start,
-                    timeout=timeout, memory_bytes=memory_bytes, tasks=tasks)
-    returncode = child.wait()
-    return Bounded(returncode, time.monotonic() - start, watched.timed_out, watched.memory_exceeded,
-                   watched.tasks_exceeded, watched.peak_bytes, _tail(stderr_path))
-
-
-def _exited(child: subprocess.Popen, seconds: float) -> bool:
-    try:
-        child.wait(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        return False
-    return True
