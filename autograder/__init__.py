@@ -11,7 +11,7 @@ Where things are, in layers (each imports only the ones below it; tests/test_arc
   sandbox and its provisioner, where jobs run (this machine or Dask)
 - `lms/`             the LMS's and the exchange's side, given plain data: downloads, rosters, groups,
   grade imports, feedback zips, nbgrader's collected folders
-- `grading/`         the class run: `pipeline` keeps the steps (read, plan, execute, settle, write);
+- `grading/`         the class run: `pipeline` keeps the steps (read, plan, execute, settle, show_hand_grades, spread, write);
   each subject has its module (intake, assignment, cache, lateness, overrides, status, report, ...)
 - `authoring/`       what the instructor makes from source/: the release, the solutions, the student
   bundle, the demo class and `make run`'s course run

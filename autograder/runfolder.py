@@ -8,7 +8,7 @@ A run folder holds:
 - `grades.csv`      one row per student and notebook: `GradesLine`'s columns, then one column per graded cell
                     (`column`: the cell's grade id, `<notebook>:<grade id>` when the assignment has
                     several notebooks); read back into typed rows by `read_grades`
-- `max_points.csv`  what the score and every cell column are out of
+- `max_points.csv`  what the score and every cell column are out of (`MaxPointsLine`), read by `read_max_points`
 - `intake.csv`      what intake read (`IntakeLine`): each student's origin in the download, LMS names and
                     markers (a group's submission once per member, under the member's id and upload name)
 - `similarity.csv`  pairs of students whose own code looks alike
@@ -36,7 +36,6 @@ from pathlib import Path
 
 from autograder import csvfile
 
-MAX_POINTS_COLUMNS = ("column", "max_points")
 
 
 class Status(StrEnum):
@@ -295,11 +294,23 @@ def read_grades(path: Path) -> list[GradesLine]:
     return csvfile.parse(path, required, _grades_line, hint=" (run `autograder grade` first)")
 
 
+@dataclass(frozen=True)
+class MaxPointsLine:
+    """One line of max_points.csv: a column of grades.csv (a notebook's `score`, or a cell's) and what
+    it is out of (written by `record_cells`, read by `read_max_points`, both from these fields)."""
+    column: str
+    max_points: float
+
+
+MAX_POINTS_COLUMNS = tuple(column.name for column in fields(MaxPointsLine))
+
+
 def read_max_points(path: Path) -> dict[str, float]:
     """max_points.csv: column -> what it is out of."""
-    lines = csvfile.parse(path, MAX_POINTS_COLUMNS, lambda line: (line["column"], csvfile.number(line, "max_points")),
+    lines = csvfile.parse(path, MAX_POINTS_COLUMNS,
+                          lambda line: MaxPointsLine(**_typed(line, MaxPointsLine, MAX_POINTS_COLUMNS)),
                           hint=" (run `autograder grade` first)")
-    return dict(lines)
+    return {line.column: line.max_points for line in lines}
 
 
 @dataclass(frozen=True)

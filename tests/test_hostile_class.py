@@ -122,9 +122,11 @@ def hostile(tmp_path_factory):
     put("prober", notebooks.answered(released, good + PROBER.replace("BASE", str(base))))
     # the sandbox's bounds: more processes than --task-limit; /tmp (the working folder's file system)
     # filled to its --disk-limit, then a correct answer (RLIMIT_CPU is tested in test_sandbox.py: how
-    # many CPU-seconds a spinner gets in 25 s of wall clock depends on the machine's load)
-    put("forker", notebooks.answered(released, "import subprocess\nsleepers = [subprocess.Popen(['sleep', '60']) "
-                                     "for _ in range(300)]\n"))
+    # many CPU-seconds a spinner gets in 25 s of wall clock depends on the machine's load); the forker
+    # keeps its 300 processes while its cell runs on (a notebook that ends at once is killed whole with
+    # its sandbox when its last cell answers, before the watchdog's next look at the tree)
+    put("forker", notebooks.answered(released, "import subprocess, threading\nsleepers = [subprocess.Popen(['sleep', '60']) "
+                                     "for _ in range(300)]\nthreading.Event().wait(60)\n"))
     put("filler", notebooks.answered(released, FILLER + good))
     put("patcher", notebooks.answered(released, "import builtins\nbuiltins.AssertionError = type('Quiet', (Exception,), {})\n"
                                     "def double(value):\n    return -1\n"))

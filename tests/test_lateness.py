@@ -176,5 +176,5 @@ def test_a_course_s_own_late_penalty_plugin_is_what_autograder_grade_charges(tmp
     graded = pipeline.read("ps1", source, [source / "ps1.ipynb"], RunFolder(tmp_path / "out"), submissions, settings)
     rows = [Row(student, "ps1", notebook="ps1.ipynb", score=4.0, max_score=4.0, status=Status.GRADED)
             for student in ("ann", "bob")]
-    settled = {row.student_id: (row.penalty, row.score) for row in pipeline.settle(graded, rows, settings)}
+    settled = {row.student_id: (row.penalty, row.score) for row in pipeline.settle(graded, rows)}
     assert settled == {"ann": (pytest.approx(0.08), pytest.approx(3.92)), "bob": (0.0, 4.0)}   # two started hours

@@ -31,7 +31,7 @@ CANVAS_ROSTER = """\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,ps1 (4711)
 
 
 def graded_rows(tmp_path: Path, **settings) -> dict[str, dict[str, str]]:
-    """A Canvas download of two students (John's marked LATE) through the run's read and settle steps,
+    """A Canvas download of two students (John's marked LATE) through the run's read, settle and spread steps,
     its grades.csv written and read back by student."""
     source = tmp_path / "source" / "ps1"
     source.mkdir(parents=True)
@@ -46,7 +46,7 @@ def graded_rows(tmp_path: Path, **settings) -> dict[str, dict[str, str]]:
     graded = pipeline.read("ps1", source, [source / NAME], run, submissions, chosen)
     rows = [Row(student, "ps1", notebook=NAME, score=2.0, max_score=4.0, status=Status.GRADED)
             for student in ("12345", "23456")]
-    pipeline.settle(graded, rows, chosen)
+    rows = pipeline.spread(graded, pipeline.settle(graded, rows))
     pipeline.write(graded, rows, [], chosen)
     with run.grades_csv.open(newline="", encoding="utf-8") as handle:
         return {line["student_id"]: line for line in csv.DictReader(handle)}

@@ -1,4 +1,4 @@
-"""A class graded: `pipeline.grade_class` keeps the steps (read, plan, execute, settle, write); each
+"""A class graded: `pipeline.grade_class` keeps the steps (read, plan, execute, settle, show_hand_grades, spread, write); each
 subject has a module of its own, where a change to it goes:
 
 - `assignment`      the assignment's source notebooks, their points, the hash its workspace comes from

@@ -10,7 +10,7 @@ import csv
 from pathlib import Path
 
 from autograder.grading.results import ClassResult
-from autograder.runfolder import GRADES_COLUMNS, MAX_POINTS_COLUMNS, grades_cells
+from autograder.runfolder import GRADES_COLUMNS, MAX_POINTS_COLUMNS, MaxPointsLine, grades_cells, record_cells
 
 
 def write_csv(result: ClassResult, path: Path | None = None) -> Path:
@@ -32,7 +32,8 @@ def write_max_points(result: ClassResult, path: Path | None = None) -> Path:
         writer = csv.writer(handle)
         writer.writerow(MAX_POINTS_COLUMNS)
         for notebook, points in result.notebooks.items():
-            writer.writerow([f"score ({notebook})" if len(result.notebooks) > 1 else "score", f"{points:g}"])
+            column = f"score ({notebook})" if len(result.notebooks) > 1 else "score"
+            writer.writerow(record_cells(MaxPointsLine(column, float(points))))
         for cell in result.grade_cells:
-            writer.writerow([cell, f"{result.cell_points.get(cell, 0):g}"])
+            writer.writerow(record_cells(MaxPointsLine(cell, float(result.cell_points.get(cell, 0)))))
     return path

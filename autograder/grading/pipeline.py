@@ -5,14 +5,17 @@ that gives every student's kernel a sandbox of its own, on this machine or on a 
     result = grade_class("00_gpu_setup", Path("source/00_gpu_setup"), Path("downloads"),
                          Path("build/grading/00_gpu_setup"), settings=GradingSettings(workers=2))
 
-Every student gets a row whatever they submitted. `grade_class` runs five named steps:
+Every student gets a row whatever they submitted. `grade_class` runs seven named steps:
 - `read`:    the assignment's notebooks, the class (intake), the students' names, the term, the points
              set by hand;
 - `plan`:    the workspaces (nbgrader course directories) generated, the rows already known (an
              unreadable submission, an unchanged one graded before) and the jobs left to run;
 - `execute`: the jobs on the executor, each outcome becoming a row as it arrives;
-- `settle`:  the names, the points set by hand and the late penalties applied to every row, then a
-             group's row given to every member of the group (`--groups`, autograder.lms.groups);
+- `settle`:  the points set by hand, the status they settle and the late penalties applied to every
+             row (no file written);
+- `show_hand_grades`: the feedback pages of the rows with hand grades made again with them;
+- `spread`:  a group's row given to every member of the group, with a copy of its feedback page
+             (`--groups`, autograder.lms.groups), and every row named;
 - `write`:   grades.csv, max_points.csv, similarity.csv and report.html in the run folder.
 A cluster that stops taking jobs (`executors.ClusterError` from `run_all`) still gets its class
 written: every submission it did not run has an error row that says why, and the error is raised
@@ -129,7 +132,9 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
             similar_pairs = similar.result()
     finally:
         executor.close()
-    rows = settle(graded, rows, settings)
+    rows = settle(graded, rows)
+    show_hand_grades(graded, rows, settings)
+    rows = spread(graded, rows)
     result = write(graded, rows, similar_pairs, settings, sandbox_mode)
     if stopped is not None:
         raise stopped   # grades.csv holds the rows done and the reason of each not run
@@ -263,22 +268,33 @@ def execute(graded: _Class, plan: _Plan, executor, spaces: list[Workspace], sett
     return rows, None
 
 
-def settle(graded: _Class, rows: list[Row], settings: GradingSettings) -> list[Row]:
-    """After the cache took the rows: the points set by hand, the status they settle, the feedback page
-    made again with them (`feedback_pages`), the late penalty (a new override, due date or policy needs
-    no re-grade); then the rows of the class, a group's row once per member with the group's feedback
-    page copied to the member's, each named (a new roster needs no re-grade either).
+def settle(graded: _Class, rows: list[Row]) -> list[Row]:
+    """After the cache took the rows: the points set by hand, the status they settle and the late
+    penalty (a new override, due date or policy needs no re-grade).
 
-    Returns the class's rows; changes the rows it is given (points, status, lateness) and writes the
-    re-made feedback pages and the members' copies; raises nothing of its own (a page that cannot be
-    made again stays as it was, with a warning; a course's own late-penalty plugin's error passes through)."""
+    Returns the rows it is given, changed (points, status, lateness); writes no file; raises nothing of
+    its own (a course's own late-penalty plugin's error passes through)."""
     for row in rows:
-        cells = graded.columns_of(row.notebook)
-        overrides.apply(row, graded.by_hand, set(cells))
+        overrides.apply(row, graded.by_hand, set(graded.columns_of(row.notebook)))
         row.status, row.reason = after_hand_grades(row.status, row.reason, row.answers_to_grade)
-        feedback_pages.show_hand_grades(graded.run, row, graded.by_hand, cells, settings)
         row.raw_score = row.score
         lateness.apply(row, graded.term, graded.penalty_plugin)
+    return rows
+
+
+def show_hand_grades(graded: _Class, rows: list[Row], settings: GradingSettings) -> None:
+    """The feedback page of every row with hand grades made again with them (`feedback_pages`).
+
+    Writes those pages; raises nothing (a page that cannot be made again stays as it was, with a warning)."""
+    for row in rows:
+        feedback_pages.show_hand_grades(graded.run, row, graded.by_hand, graded.columns_of(row.notebook), settings)
+
+
+def spread(graded: _Class, rows: list[Row]) -> list[Row]:
+    """The rows of the class: a group's row once per member, with the group's feedback page copied to
+    the member's (a new roster needs no re-grade), each row named.
+
+    Returns the class's rows; writes the members' copies of the pages; raises nothing of its own."""
     rows = groups.spread(rows, lambda row: graded.groups.get(row.student_id),
                          lambda row, group, member: _member_row(graded.run, row, group, member))
     for row in rows:
@@ -287,16 +303,14 @@ def settle(graded: _Class, rows: list[Row], settings: GradingSettings) -> list[R
 
 
 def _member_row(run: RunFolder, row: Row, group: groups.Group, member: str) -> Row:
-    """A group's row as one member's: their id, the group's name, the group's points, status and
-    lateness, and a copy of the group's feedback page as theirs."""
+    """A group's row as one member's (`groups.as_member`), with a copy of the group's feedback page as theirs."""
     feedback = row.feedback
     if row.feedback is not None and row.feedback.exists():
         feedback = run.feedback_page(member, row.notebook)
         if feedback != row.feedback:
             feedback.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(row.feedback, feedback)
-    return replace(row, student_id=member, group=group.name, feedback=feedback, cells=dict(row.cells),
-                   notes=list(row.notes), overrides=list(row.overrides), answers_to_grade=dict(row.answers_to_grade))
+    return replace(groups.as_member(row, group, member), feedback=feedback)
 
 
 def write(graded: _Class, rows: list[Row], similar: list[similarity.Comparison], settings: GradingSettings,

@@ -68,8 +68,9 @@ submission gives every member's submission the group's attachments).
 
 from __future__ import annotations
 
+import copy
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Collection, TypeVar
 
@@ -274,6 +275,12 @@ def spread(items: list[T], group_of: Callable[[T], Group | None], for_member: Ca
         group = group_of(item)
         found += [item] if group is None else [for_member(item, group, member) for member in group.members]
     return found
+
+
+def as_member(item: T, group: Group, member: str) -> T:
+    """A group's item (a dataclass with `student_id` and `group`, such as a grades row) as `member`'s:
+    a deep copy with their id and the group's name, sharing nothing with the group's item."""
+    return replace(copy.deepcopy(item), student_id=member, group=group.name)  # type: ignore[type-var]
 
 
 def upload_name(lms: str, reupload: str, group: Group, member: str) -> str:
