@@ -10,6 +10,7 @@ final summaries go to the standard output.
 from __future__ import annotations
 
 import argparse
+from importlib.metadata import entry_points
 import logging
 import os
 import sys
@@ -86,20 +87,15 @@ def _run_folder(layout: Layout, assignment: str, given: str | None) -> RunFolder
 
 
 def _export(args) -> int:
-    from autograder.lms import grade_import, roster
+    from autograder.lms import grade_import
     from autograder.runfolder import read_grades
 
     layout = Layout.find()
     grades_path = Path(args.grades) if args.grades else _run_folder(layout, args.assignment, None).grades_csv
     target = Path(args.out) if args.out else RunFolder(grades_path.parent).lms_import(args.format)
     grades, max_score = grade_import.grades_of(read_grades(grades_path))
-    grade_column = None
-    if args.format == "moodle-worksheet" and not args.match:
-        # the worksheet's identifier and grade columns, in the site's language (grade_import.worksheet_columns)
-        students, grade_column = grade_import.read_worksheet(Path(args.roster), args.worksheet_columns)
-    else:
-        students = roster.read(Path(args.roster), args.match or grade_import.MATCH[args.format],
-                               participant=args.format == "moodle-worksheet")
+    students, grade_column = grade_import.import_format(args.format).roster(Path(args.roster), args.match,
+                                                                            args.worksheet_columns)
     try:
         grade_import.write(students, grades, max_score, args.assignment, args.format, target, missing=args.missing,
                            column=args.column, grade_column=grade_column)
@@ -330,7 +326,8 @@ def parser() -> argparse.ArgumentParser:
 
     out = commands.add_parser("export", parents=[logs], help="grades.csv as the grade import file of Canvas or Moodle")
     out.add_argument("assignment", help="assignment id (its grades: build/grading/<assignment>/grades.csv)")
-    out.add_argument("--format", required=True, choices=("canvas", "moodle", "moodle-worksheet"))
+    out.add_argument("--format", required=True, choices=sorted(point.name for point in entry_points(group="autograder.lms_formats")),
+                     help="the LMS's import file (the `autograder.lms_formats` entry points: another LMS is a plug-in)")
     out.add_argument("--roster", required=True, metavar="CSV",
                      help="the class list the LMS exports (Canvas: the gradebook export; Moodle: a grade export, "
                           "or for moodle-worksheet the assignment's grading worksheet)")

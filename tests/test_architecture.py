@@ -203,9 +203,13 @@ def test_one_meaning_per_word():
     lms_layouts = [name for name, tree in trees.items() if "layout" in identifiers(tree)
                    and "course.layout" not in ast.unparse(tree)]
     assert lms_layouts == [], "`layout` is the course's Layout; an LMS is an `lms`"
-    executing = [name for name, tree in trees.items() if name.startswith("autograder.execution.")
-                 and "student" in identifiers(tree)]
-    assert executing == [], "a job knows its student by `safe_id` (inside nbgrader's folders) and `student_id`"
+    executing = [name for name in trees if name.startswith("autograder.execution.")]
+    pages = ("autograder.grading.formgrade", "autograder.grading.feedback_pages")   # over nbgrader's own `student`
+    own = {name: {node.id for node in ast.walk(trees[name]) if isinstance(node, ast.Name)}
+           | {node.arg for node in ast.walk(trees[name]) if isinstance(node, ast.arg)} for name in pages}
+    assert len(executing) > 5 and [name for name in executing if "student" in identifiers(trees[name])] + \
+        [name for name in pages if "student" in own[name]] == [], \
+        "a student is known by `safe_id`/`safe` (inside nbgrader's folders) and `student_id` (the real id)"
 
 
 def test_every_error_of_the_grader_has_one_base_class():

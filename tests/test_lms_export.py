@@ -280,3 +280,29 @@ def test_a_score_with_written_answers_still_to_grade_is_exported_and_said_not_fi
     result = cli_export(grades, tmp_path / "canvas.csv", tmp_path / "import.csv")
     assert result.returncode == 0, result.stderr
     assert "not final, written answers still to grade by hand (autograder formgrade, or overrides): 101" in result.stdout
+
+
+def test_another_lms_is_a_plug_in_class_registered_by_name(tmp_path, monkeypatch):
+    """A format is an `ImportFormat` subclass found under the `autograder.lms_formats` entry points: the
+    three of the course are registered, an unknown name is refused with the known ones, and a course's
+    own class (here registered by hand, as an entry point would) writes the file with the matching and
+    the missing grades done for it."""
+    assert {name: cls.__name__ for name, cls in export.formats().items()} == {
+        "canvas": "Canvas", "moodle": "Moodle", "moodle-worksheet": "MoodleWorksheet"}
+
+    class Tabbed(export.ImportFormat):
+        match = "login"
+
+        def write(self, roster, matched, target, *, column, max_score):
+            target.write_text("".join(f"{line['login']}\t{grade}/{max_score:g}\n" for line, grade in matched))
+            return target
+
+    monkeypatch.setattr(export, "formats", lambda: {"canvas": export.Canvas, "tabbed": Tabbed})
+    with pytest.raises(export.ExportError, match="unknown format 'blackboard' \\(one of canvas, tabbed\\)"):
+        export.import_format("blackboard")
+    (tmp_path / "class.csv").write_text("login,name\nada,Ada\ngrace,Grace\n", encoding="utf-8")
+    students, column = export.import_format("tabbed").roster(tmp_path / "class.csv", None, None)
+    assert column is None and set(students.students) == {"ada", "grace"}
+    grades = {"ada": export.Grade(12.0, 16.0)}
+    written = export.write(students, grades, 16.0, "01_session_vs_eager", "tabbed", tmp_path / "out.tsv", missing="blank")
+    assert written.read_text() == "ada\t12/16\ngrace\t/16\n"

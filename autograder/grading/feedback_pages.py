@@ -48,8 +48,8 @@ def show_hand_grades(run: RunFolder, row: Row, by_hand: list[Override], grade_id
                      if line.student_id == row.student_id and line.cell in grade_ids}
     if not given:
         return
-    student, notebook = safe_id(row.student_id), Path(row.notebook)
-    holder, kept = _where_made(run, row, student, settings)
+    safe, notebook = safe_id(row.student_id), Path(row.notebook)
+    holder, kept = _where_made(run, row, safe, settings)
     where = f"the feedback page of {row.student_id}" + (f" on {row.notebook}" if run.several else "")
     if holder is None:
         log.debug("%s keeps the words it was made with: %s", where, kept)
@@ -57,19 +57,19 @@ def show_hand_grades(run: RunFolder, row: Row, by_hand: list[Override], grade_id
     assert row.feedback is not None, "_where_made gives a workspace only for a row with a page"
     errors: list[str] = []
     try:
-        before = _give(holder, student, notebook.stem, given)
+        before = _give(holder, safe, notebook.stem, given)
         try:
             with errors_logged(errors), errors_only():
-                holder.generate_feedback(student)
+                holder.generate_feedback(safe)
         finally:
-            _give(holder, student, notebook.stem, before)
-        shutil.copyfile(holder.feedback_dir(student) / f"{notebook.stem}.html", row.feedback)
+            _give(holder, safe, notebook.stem, before)
+        shutil.copyfile(holder.feedback_dir(safe) / f"{notebook.stem}.html", row.feedback)
     except Exception as failure:  # nbgrader's NbGraderException, the gradebook, a page nbgrader did not write
         log.warning("%s is kept as it was made, without the hand grades (they are in grades.csv): %s", where,
                     explain(errors, failure))
 
 
-def _where_made(run: RunFolder, row: Row, student: str,
+def _where_made(run: RunFolder, row: Row, safe: str,
                 settings: GradingSettings) -> tuple[Workspace | None, str]:
     """The workspace to make `row`'s page again in, or None and why the page stays as it is."""
     if row.feedback is None or not row.feedback.exists():
@@ -78,19 +78,19 @@ def _where_made(run: RunFolder, row: Row, student: str,
         return None, "the run used a shared gradebook, which is not written from here"
     if settings.scheduler:
         return None, "it was graded on a cluster, whose workers keep the autograded notebooks"
-    holder = autograded(run, student, row.assignment, Path(row.notebook).name, settings)
+    holder = autograded(run, safe, row.assignment, Path(row.notebook).name, settings)
     return holder, "" if holder else "no local workspace holds its autograded notebook"
 
 
-def _give(workspace: Workspace, student: str, notebook: str, grades: Grades) -> Grades:
+def _give(workspace: Workspace, safe: str, notebook: str, grades: Grades) -> Grades:
     """Set each cell's manual score and comment in `workspace`'s gradebook; what they were before. A
     test cell has no comment in nbgrader (only answer cells do), so its comment is not kept."""
     before: Grades = {}
     with Gradebook(workspace.db_url, workspace.course_id) as gradebook:
         for grade_id, (score, comment) in grades.items():
-            grade = gradebook.find_grade(grade_id, notebook, workspace.assignment_id, student)
+            grade = gradebook.find_grade(grade_id, notebook, workspace.assignment_id, safe)
             try:
-                note = gradebook.find_comment(grade_id, notebook, workspace.assignment_id, student)
+                note = gradebook.find_comment(grade_id, notebook, workspace.assignment_id, safe)
             except MissingEntry:
                 note = None
             before[grade_id] = (grade.manual_score, note.manual_comment if note else None)

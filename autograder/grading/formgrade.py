@@ -46,13 +46,13 @@ class Prepared:
     missing: list[str] = field(default_factory=list)    # rows without an autograded notebook here
 
 
-def autograded(run: RunFolder, student: str, assignment_id: str, notebook: str,
+def autograded(run: RunFolder, safe: str, assignment_id: str, notebook: str,
                settings: GradingSettings | None = None) -> Workspace | None:
-    """The run's local workspace that holds the newest autograded copy of `notebook` of `student` (a
-    safe id); None when none does (a cluster's copies stay on its workers)."""
+    """The run's local workspace that holds the newest autograded copy of `notebook` of the student
+    whose id inside nbgrader's folders is `safe` (`cache.safe_id`); None when none does (a cluster's copies stay on its workers)."""
     found = [Workspace(root.resolve(), assignment_id, settings or GradingSettings()) for root in run.workspaces()]
-    found = [space for space in found if (space.autograded_dir(student) / notebook).exists()]
-    return max(found, key=lambda space: (space.autograded_dir(student) / notebook).stat().st_mtime, default=None)
+    found = [space for space in found if (space.autograded_dir(safe) / notebook).exists()]
+    return max(found, key=lambda space: (space.autograded_dir(safe) / notebook).stat().st_mtime, default=None)
 
 
 def _gradebook_setting(root: Path, course_root: Path, db_url: str | None) -> None:
@@ -84,22 +84,22 @@ def prepare(run: RunFolder, assignment_id: str, source_dir: Path, rows: list[Row
         for row in rows:
             if not row.status.scored:
                 continue
-            student = safe_id(row.student_id)
+            safe = safe_id(row.student_id)
             notebook = Path(row.notebook)
-            holder = autograded(run, student, assignment_id, notebook.name)
+            holder = autograded(run, safe, assignment_id, notebook.name)
             if holder is None:
                 prepared.missing.append(f"{row.student_id} {row.notebook}")
                 continue
-            source = holder.autograded_dir(student) / notebook.name
-            target = workspace.autograded_dir(student) / notebook.name
+            source = holder.autograded_dir(safe) / notebook.name
+            target = workspace.autograded_dir(safe) / notebook.name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
-            gradebook.update_or_create_student(student, lms_user_id=row.student_id, last_name=row.student_id)
+            gradebook.update_or_create_student(safe, lms_user_id=row.student_id, last_name=row.student_id)
             try:
-                gradebook.find_submission(assignment_id, student)
+                gradebook.find_submission(assignment_id, safe)
             except MissingEntry:
-                gradebook.add_submission(assignment_id, student)
-            submitted = gradebook.find_submission_notebook(notebook.stem, assignment_id, student)
+                gradebook.add_submission(assignment_id, safe)
+            submitted = gradebook.find_submission_notebook(notebook.stem, assignment_id, safe)
             for grade in submitted.grades:
                 if grade.manual_score is not None:
                     continue
@@ -130,13 +130,13 @@ def hand_grades(run: RunFolder, assignment_id: str, settings: GradingSettings | 
         except MissingEntry:
             return []
         for submission in assignment.submissions:
-            student = submission.student.lms_user_id or submission.student.id
+            student_id = submission.student.lms_user_id or submission.student.id
             for notebook in submission.notebooks:
                 comments = {comment.name: comment.manual_comment for comment in notebook.comments}
                 for grade in notebook.grades:
                     if grade.manual_score is None:
                         continue
                     column = run.column(notebook.name, grade.name)
-                    found.append(Override(student, column, float(grade.manual_score),
+                    found.append(Override(student_id, column, float(grade.manual_score),
                                           (comments.get(grade.name) or "").strip(), GRADER))
     return found

@@ -5,6 +5,10 @@
 - `roster`          the class list an LMS exports
 - `groups`          group rosters, and a group's one result spread to its members
 - `moodle_strings`  Moodle's worksheet words in its languages
-- `grade_import`    grades.csv as the file the LMS imports
+- `grade_import`    grades.csv as the file the LMS imports, a plug-in class per format (`ImportFormat`)
 - `feedback_zip`    the class's feedback pages as one zip for the LMS
+
+Where a change goes: another LMS's grade import file is a subclass of `grade_import.ImportFormat`
+registered under the `autograder.lms_formats` entry points (pyproject.toml); its download's names go
+in `downloads`.
 """

@@ -2,7 +2,10 @@
 
     autograder export 01_session_vs_eager --format canvas --roster gradebook_export.csv
 
-It is given plain data: grades.csv's rows as `autograder.runfolder.read_grades` reads them.
+It is given plain data: grades.csv's rows as `autograder.runfolder.read_grades` reads them. Each
+format is a plug-in class (`ImportFormat`: how it reads the roster, names the assignment's column and
+writes the file) registered under the `autograder.lms_formats` entry points in pyproject.toml, as the
+executors are; another LMS is a subclass and one line there:
 
 - `canvas`: Canvas's gradebook import CSV, with the columns of its gradebook export: `Student`, `ID`,
   `SIS User ID`, `SIS Login ID`, `Section`, then the assignment's column, with a `Points Possible`
@@ -33,6 +36,7 @@ from __future__ import annotations
 import csv
 import re
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from autograder import csvfile
@@ -41,8 +45,7 @@ from autograder.lms.roster import Roster, worksheet_identifier
 from autograder.lms.roster import read as read_roster
 from autograder.runfolder import GradesLine, Status
 
-FORMATS = ("canvas", "moodle", "moodle-worksheet")
-MATCH = {"canvas": "ID", "moodle": "Email address", "moodle-worksheet": "Identifier"}  # a student id's column
+ENTRY_POINTS = "autograder.lms_formats"   # name -> an ImportFormat subclass (pyproject.toml)
 WORKSHEET_COLUMNS = ("Identifier", "Grade", "Last modified (grade)")
 CANVAS_USER_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 MOODLE_USER_COLUMNS = ("First name", "Last name", "ID number", "Institution", "Department", "Email address")
@@ -76,17 +79,6 @@ def grades_of(lines: list[GradesLine]) -> tuple[dict[str, Grade], float]:
                                         before.waiting or line.status == Status.NEEDS_MANUAL_GRADE)
         notebooks[line.notebook] = line.max_score
     return grades, sum(notebooks.values())
-
-
-def column_name(roster: Roster, assignment: str, fmt: str, given: str | None) -> str:
-    """The assignment's column: `given`, else the roster's `<assignment> (<id>)` on Canvas, else the id."""
-    if given:
-        return given
-    if fmt == "canvas":
-        existing = [name for name in roster.columns if name.startswith(f"{assignment} (") and name.endswith(")")]
-        if len(existing) == 1:
-            return existing[0]
-    return assignment
 
 
 def left_out(roster: Roster, grades: dict[str, Grade]) -> list[str]:
@@ -168,38 +160,112 @@ def read_worksheet(path: Path, given: str | None = None) -> tuple[Roster, str]:
     return read_roster(path, identifier, participant=True), grade
 
 
+class ImportFormat:
+    """One LMS's grade import file, a plug-in: `autograder export --format <name>` takes the class
+    registered under that name in the `autograder.lms_formats` entry points (pyproject.toml), so another
+    LMS is a subclass in a file of its own and one line there."""
+    match = ""        # the roster's column that holds a student's id, unless --match names another
+    column_from_file = False   # the grades go into a column the file itself has (`roster` finds it): --column is not used
+
+    def roster(self, path: Path, match: str | None, worksheet_columns: str | None) -> tuple[Roster, str | None]:
+        """The class list the LMS exported, and the name of the column the grades go into when the
+        file itself says it (None: `column` decides)."""
+        return read_roster(path, match or self.match), None
+
+    def column(self, roster: Roster, assignment: str) -> str:
+        """The assignment's column, when --column names none."""
+        return assignment
+
+    def write(self, roster: Roster, matched: list[tuple[dict[str, str], str]], target: Path, *, column: str | None,
+              max_score: float) -> Path:
+        """`matched` (each roster student's line and grade) as the file the LMS imports, at `target`;
+        `column` is None only where `column_from_file` and `roster` found none."""
+        raise NotImplementedError
+
+
+class Canvas(ImportFormat):
+    match = "ID"
+
+    def column(self, roster: Roster, assignment: str) -> str:
+        """The roster's `<assignment> (<canvas id>)` when there is one (the grades go to that
+        assignment), else the id (a new assignment on import)."""
+        existing = [name for name in roster.columns if name.startswith(f"{assignment} (") and name.endswith(")")]
+        return existing[0] if len(existing) == 1 else assignment
+
+    def write(self, roster: Roster, matched: list[tuple[dict[str, str], str]], target: Path, *, column: str | None,
+              max_score: float) -> Path:
+        assert column is not None
+        return _table(target, CANVAS_USER_COLUMNS, column, matched,
+                      ["Points Possible", *[""] * (len(CANVAS_USER_COLUMNS) - 1), f"{max_score:g}"])
+
+
+class Moodle(ImportFormat):
+    match = "Email address"
+
+    def write(self, roster: Roster, matched: list[tuple[dict[str, str], str]], target: Path, *, column: str | None,
+              max_score: float) -> Path:
+        assert column is not None
+        users = tuple([name for name in MOODLE_USER_COLUMNS if name in roster.columns]
+                      + ([roster.match] if roster.match not in MOODLE_USER_COLUMNS else []))
+        return _table(target, users, column, matched)
+
+
+class MoodleWorksheet(ImportFormat):
+    """The grading worksheet as it came, its own headers kept, with the grade column filled."""
+    match = "Identifier"
+    column_from_file = True
+
+    def roster(self, path: Path, match: str | None, worksheet_columns: str | None) -> tuple[Roster, str | None]:
+        if match:   # the identifier column named: the grade column is found as without --match
+            return read_roster(path, match, participant=True), None
+        # the worksheet's identifier and grade columns, in the site's language
+        return read_worksheet(path, worksheet_columns)
+
+    def write(self, roster: Roster, matched: list[tuple[dict[str, str], str]], target: Path, *, column: str | None,
+              max_score: float) -> Path:
+        grade = column or worksheet_columns(roster.columns, list(roster.students.values()), None, roster.path)[1]
+        if grade not in roster.columns:
+            raise ExportError(f"{roster.path}: no column {grade!r} (its columns: {', '.join(roster.columns)})")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, roster.columns)
+            writer.writeheader()
+            for row, value in matched:
+                writer.writerow({**row, grade: value})
+        return target
+
+
+def formats() -> dict[str, type[ImportFormat]]:
+    """The formats `autograder export` knows: the `autograder.lms_formats` entry points, by name."""
+    return {point.name: point.load() for point in entry_points(group=ENTRY_POINTS)}
+
+
+def import_format(name: str) -> ImportFormat:
+    known = formats()
+    if name not in known:
+        raise ExportError(f"unknown format {name!r} (one of {', '.join(sorted(known))})")
+    return known[name]()
+
+
 def write(roster: Roster, grades: dict[str, Grade], max_score: float, assignment: str, fmt: str, target: Path, *,
           missing: str = "zero", column: str | None = None, grade_column: str | None = None) -> Path:
-    if fmt not in FORMATS:
-        raise ExportError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+    """The LMS's import file of format `fmt` at `target`: every roster student with their grade
+    (`rows`), in the assignment's column (`column`, `grade_column` from the file itself, else the format's)."""
+    plugin = import_format(fmt)
     matched = rows(roster, grades, missing)
-    if fmt == "moodle-worksheet":
-        return _worksheet(roster, matched, target, grade_column)
-    name = column_name(roster, assignment, fmt, column)
-    users = CANVAS_USER_COLUMNS if fmt == "canvas" else tuple(
-        [column for column in MOODLE_USER_COLUMNS if column in roster.columns]
-        + ([roster.match] if roster.match not in MOODLE_USER_COLUMNS else []))
+    into = grade_column if plugin.column_from_file else column or plugin.column(roster, assignment)
+    return plugin.write(roster, matched, target, column=into, max_score=max_score)
+
+
+def _table(target: Path, users: tuple[str, ...], column: str, matched: list[tuple[dict[str, str], str]],
+           under_header: list[str] | None = None) -> Path:
+    """A CSV of the roster's `users` columns and the grade `column`, one line per roster student."""
     target.parent.mkdir(parents=True, exist_ok=True)
     with target.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow([*users, name])
-        if fmt == "canvas":
-            writer.writerow(["Points Possible", *[""] * (len(users) - 1), f"{max_score:g}"])
+        writer.writerow([*users, column])
+        if under_header:
+            writer.writerow(under_header)
         for row, value in matched:
             writer.writerow([*(row.get(user, "") for user in users), value])
-    return target
-
-
-def _worksheet(roster: Roster, matched: list[tuple[dict[str, str], str]], target: Path, grade: str | None) -> Path:
-    """The worksheet as it came, its own headers kept, with the grade column filled."""
-    if grade is None:
-        grade = worksheet_columns(roster.columns, list(roster.students.values()), None, roster.path)[1]
-    if grade not in roster.columns:
-        raise ExportError(f"{roster.path}: no column {grade!r} (its columns: {', '.join(roster.columns)})")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with target.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, roster.columns)
-        writer.writeheader()
-        for row, value in matched:
-            writer.writerow({**row, grade: value})
     return target
