@@ -88,3 +88,24 @@ def test_similarity_is_computed_after_grading_and_the_class_that_typed_the_refer
     assert (comparison.students, comparison.pairs, comparison.problem) == (3, [], ""), comparison
     lines = (graded["out"] / "similarity.csv").read_text(encoding="utf-8").splitlines()
     assert lines == ["student_a,student_b,notebook,similarity_a,similarity_b"]
+
+
+def test_a_kernel_without_a_sandbox_exits_by_itself_so_its_exit_handlers_run(tmp_path):
+    """Without a sandbox nothing dies with the kernel (no private /tmp), so it is shut down gracefully
+    and its exit handlers run: TensorFlow's autograph removes its files from the machine's /tmp that
+    way (a sandboxed kernel is killed once its last cell answers: `shutdown_kernel` in
+    autograder.nbgrader_setup.config). Here the handler writes into the kernel's working folder."""
+    source, release_nb = notebooks.tiny_course(tmp_path, ASSIGNMENT)
+    submissions = tmp_path / "submissions"
+    answer = ("import atexit, pathlib\nMARK = pathlib.Path('exited').resolve()\n"
+              "atexit.register(MARK.write_text, 'exit handlers ran')\n"
+              "def double(value):\n    return 2 * value\n")
+    (submissions / "ann").mkdir(parents=True)
+    nbformat.write(notebooks.answered(nbformat.read(release_nb, as_version=4), answer),
+                   submissions / "ann" / f"{ASSIGNMENT}.ipynb")
+    result = grade_class(ASSIGNMENT, source, submissions, tmp_path / "out", progress=lambda line: None,
+                         settings=GradingSettings(sandbox="none", workers=1))
+    row, = result.rows
+    assert row.score == row.max_score, (row.status, row.reason)
+    marks = list((tmp_path / "out").rglob("exited"))   # nbgrader copies the autograded folder to feedback/
+    assert marks and {path.read_text() for path in marks} == {"exit handlers ran"}, marks
