@@ -64,7 +64,7 @@ test:
 	rm -rf build/prepared/$(PROFILE)
 	$(BIN)/course prepare --profile $(PROFILE) --out build/prepared/$(PROFILE)
 	$(BIN)/pytest tests build/prepared/$(PROFILE) --nbval-lax -p no:cacheprovider \
-	    -n 4 --dist loadfile --no-loadscope-reorder --durations=15
+	    -n 3 --dist loadfile --no-loadscope-reorder --durations=15
 
 # The fast lane for a contributor changing the packages: every test that needs no TensorFlow, browser,
 # cluster or kernel (the `fast` mark, tests/conftest.py), in under a minute on 2 cores. `make test`

@@ -1,4 +1,4 @@
-"""The fast lane, and how `make test` spreads the suite over pytest-xdist's workers (`-n 4 --dist loadfile`).
+"""The fast lane, and how `make test` spreads the suite over pytest-xdist's workers (`-n 3 --dist loadfile`).
 
 The fast lane (`make test-fast`, `pytest -m fast`): every test without one of the `SLOW_MARKS`
 (it needs no notebook, grading run, browser, kernel, TensorFlow or server) gets the `fast` mark. A
