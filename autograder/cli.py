@@ -20,6 +20,8 @@ from typing import Any
 from course import syllabus
 from course.layout import CourseRootNotFound, Layout
 from autograder.errors import AutograderError
+
+LMS_FORMATS = "autograder.lms_formats"   # autograder.lms.grade_import.ENTRY_POINTS, named without importing it
 from autograder.runfolder import BuildFolder, RunFolder
 from autograder.settings import GradingSettings
 from traitlets import Bool, Enum
@@ -94,10 +96,10 @@ def _export(args) -> int:
     grades_path = Path(args.grades) if args.grades else _run_folder(layout, args.assignment, None).grades_csv
     target = Path(args.out) if args.out else RunFolder(grades_path.parent).lms_import(args.format)
     grades, max_score = grade_import.grades_of(read_grades(grades_path))
-    students, grade_column = grade_import.import_format(args.format).roster(Path(args.roster), args.match,
-                                                                            args.worksheet_columns)
+    plugin = grade_import.import_format(args.format)
+    students, grade_column = plugin.roster(Path(args.roster), args.match, args.worksheet_columns)
     try:
-        grade_import.write(students, grades, max_score, args.assignment, args.format, target, missing=args.missing,
+        grade_import.write(students, grades, max_score, args.assignment, plugin, target, missing=args.missing,
                            column=args.column, grade_column=grade_column)
     except grade_import.ExportError as error:
         raise grade_import.ExportError(f"nothing written:\n{error}") from None
@@ -326,7 +328,7 @@ def parser() -> argparse.ArgumentParser:
 
     out = commands.add_parser("export", parents=[logs], help="grades.csv as the grade import file of Canvas or Moodle")
     out.add_argument("assignment", help="assignment id (its grades: build/grading/<assignment>/grades.csv)")
-    out.add_argument("--format", required=True, choices=sorted(point.name for point in entry_points(group="autograder.lms_formats")),
+    out.add_argument("--format", required=True, choices=sorted(point.name for point in entry_points(group=LMS_FORMATS)),
                      help="the LMS's import file (the `autograder.lms_formats` entry points: another LMS is a plug-in)")
     out.add_argument("--roster", required=True, metavar="CSV",
                      help="the class list the LMS exports (Canvas: the gradebook export; Moodle: a grade export, "

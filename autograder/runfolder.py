@@ -37,7 +37,6 @@ from pathlib import Path
 from autograder import csvfile
 
 
-
 class Status(StrEnum):
     GRADED = "graded"      # scored
     FLAGGED = "flagged"    # scored (or not, when its run failed too), and the tamper scan found something
@@ -297,7 +296,8 @@ def read_grades(path: Path) -> list[GradesLine]:
 @dataclass(frozen=True)
 class MaxPointsLine:
     """One line of max_points.csv: a column of grades.csv (a notebook's `score`, or a cell's) and what
-    it is out of (written by `record_cells`, read by `read_max_points`, both from these fields)."""
+    it is out of (`grading.grades_csv.write_max_points` writes it with `record_cells`, `read_max_points`
+    reads it, both from these fields)."""
     column: str
     max_points: float
 

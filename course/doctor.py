@@ -161,7 +161,8 @@ TENSORFLOW_CHECKS: tuple[Callable[[dict], Check], ...] = (_build, _gpu)
 
 
 def diagnose() -> dict[str, Any]:
-    """Run every check; TensorFlow is imported in this process only after a subprocess showed it imports."""
+    """Run every check; TensorFlow is imported in this process only once it is known to import (a
+    subprocess shows it, unless this process has imported it already: `environment.import_check`)."""
     imported = environment.import_check()
     facts = environment.collect(import_tensorflow=imported["ok"])
     checks = [check(facts) for check in FACT_CHECKS]

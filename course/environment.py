@@ -86,7 +86,7 @@ def cpu_flags() -> dict[str, bool | None]:
 
 
 def import_check(timeout: float = 120.0) -> dict[str, Any]:
-    """Import TensorFlow in a fresh interpreter: did it work, and the last error line if not.
+    """Does TensorFlow import: asked of a fresh interpreter, with the last error line if not.
 
     In a process that has imported TensorFlow already (a notebook's kernel), the import evidently
     works: that is the answer, without a second interpreter (seconds of a core). A failed import

@@ -95,3 +95,15 @@ def test_an_unclosed_solution_region_names_the_cell(tmp_path):
     with pytest.raises(GenerateError, match="No end solution statement found.*return 2 \\* value"):
         grade_class("ps3", source, one_student(tmp_path, "ps3", broken), tmp_path / "out",
                     settings=GradingSettings(timeout=120, workers=1), progress=lambda line: None)
+
+
+def test_grading_kills_a_sandboxed_kernel_once_its_last_cell_answers_and_lets_an_unsandboxed_one_exit(tmp_path):
+    """The shutdown nbclient does after the last cell (`Execute.shutdown_kernel`): killed with its
+    sandbox (about 1.4 s of every job saved), or, without one, left to exit so its exit handlers run
+    (tests/test_grading_pipeline.py shows they do)."""
+    from autograder.nbgrader_setup.config import grading_config
+    from autograder.settings import GradingSettings
+
+    chosen = {mode: grading_config(tmp_path, GradingSettings(sandbox=mode)).Execute.shutdown_kernel
+              for mode in ("auto", "bwrap", "none")}
+    assert chosen == {"auto": "immediate", "bwrap": "immediate", "none": "graceful"}

@@ -287,8 +287,18 @@ def test_another_lms_is_a_plug_in_class_registered_by_name(tmp_path, monkeypatch
     three of the course are registered, an unknown name is refused with the known ones, and a course's
     own class (here registered by hand, as an entry point would) writes the file with the matching and
     the missing grades done for it."""
-    assert {name: cls.__name__ for name, cls in export.formats().items()} == {
+    from importlib.metadata import EntryPoint
+
+    from autograder import cli
+
+    assert cli.LMS_FORMATS == export.ENTRY_POINTS, "the command lists the formats the library loads"
+    assert {name: type(make()).__name__ for name, make in export.formats().items()} == {
         "canvas": "Canvas", "moodle": "Moodle", "moodle-worksheet": "MoodleWorksheet"}
+    broken = EntryPoint(name="broken", value="no_such_lms_module:Format", group=export.ENTRY_POINTS)
+    monkeypatch.setattr(export, "formats", lambda: {"broken": export._Lazy(broken)})
+    with pytest.raises(export.ExportError, match="the format 'broken' .no_such_lms_module:Format. cannot be loaded: "
+                                                 "ModuleNotFoundError"):
+        export.import_format("broken")
 
     class Tabbed(export.ImportFormat):
         match = "login"
@@ -298,11 +308,13 @@ def test_another_lms_is_a_plug_in_class_registered_by_name(tmp_path, monkeypatch
             return target
 
     monkeypatch.setattr(export, "formats", lambda: {"canvas": export.Canvas, "tabbed": Tabbed})
+    # the instance that read the roster writes the file
     with pytest.raises(export.ExportError, match="unknown format 'blackboard' \\(one of canvas, tabbed\\)"):
         export.import_format("blackboard")
     (tmp_path / "class.csv").write_text("login,name\nada,Ada\ngrace,Grace\n", encoding="utf-8")
     students, column = export.import_format("tabbed").roster(tmp_path / "class.csv", None, None)
     assert column is None and set(students.students) == {"ada", "grace"}
     grades = {"ada": export.Grade(12.0, 16.0)}
-    written = export.write(students, grades, 16.0, "01_session_vs_eager", "tabbed", tmp_path / "out.tsv", missing="blank")
+    written = export.write(students, grades, 16.0, "01_session_vs_eager", export.import_format("tabbed"),
+                           tmp_path / "out.tsv", missing="blank")
     assert written.read_text() == "ada\t12/16\ngrace\t/16\n"

@@ -2,10 +2,8 @@
 
     autograder export 01_session_vs_eager --format canvas --roster gradebook_export.csv
 
-It is given plain data: grades.csv's rows as `autograder.runfolder.read_grades` reads them. Each
-format is a plug-in class (`ImportFormat`: how it reads the roster, names the assignment's column and
-writes the file) registered under the `autograder.lms_formats` entry points in pyproject.toml, as the
-executors are; another LMS is a subclass and one line there:
+It is given plain data: grades.csv's rows as `autograder.runfolder.read_grades` reads them. The
+formats:
 
 - `canvas`: Canvas's gradebook import CSV, with the columns of its gradebook export: `Student`, `ID`,
   `SIS User ID`, `SIS Login ID`, `Section`, then the assignment's column, with a `Points Possible`
@@ -24,6 +22,10 @@ executors are; another LMS is a subclass and one line there:
   keeps the worksheet's own headers, whatever their language; `worksheet_columns` says how the
   identifier and grade columns are found without knowing the language.
 
+Each format is a plug-in class (`ImportFormat`: how it reads the roster, names the assignment's
+column and writes the file) registered under the `autograder.lms_formats` entry points in
+pyproject.toml, as the executors are: another LMS is a subclass and one line there.
+
 A student's grade is the sum of `score` (after the late penalty) over the assignment's notebooks.
 A roster student without a row gets 0, or an empty cell with `missing="blank"`. A row the roster
 cannot place whose submission could not be read at all (status `invalid`: a stray file of an LMS download
@@ -36,8 +38,9 @@ from __future__ import annotations
 import csv
 import re
 from dataclasses import dataclass
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
+from typing import Callable
 
 from autograder import csvfile
 from autograder.errors import AutograderError
@@ -235,9 +238,25 @@ class MoodleWorksheet(ImportFormat):
         return target
 
 
-def formats() -> dict[str, type[ImportFormat]]:
-    """The formats `autograder export` knows: the `autograder.lms_formats` entry points, by name."""
-    return {point.name: point.load() for point in entry_points(group=ENTRY_POINTS)}
+def formats() -> dict[str, Callable[[], ImportFormat]]:
+    """The formats `autograder export` knows, by name: the `autograder.lms_formats` entry points, each
+    imported only when its format is asked for."""
+    return {point.name: _Lazy(point) for point in entry_points(group=ENTRY_POINTS)}
+
+
+class _Lazy:
+    """An entry point that loads its class when called; a plug-in that cannot be imported is an
+    ExportError naming it (the other formats still work)."""
+
+    def __init__(self, point: EntryPoint):
+        self.point = point
+
+    def __call__(self) -> ImportFormat:
+        try:
+            return self.point.load()()
+        except Exception as error:  # the plug-in's own import or constructor
+            raise ExportError(f"the format {self.point.name!r} ({self.point.value}) cannot be loaded: "
+                              f"{type(error).__name__}: {error}") from None
 
 
 def import_format(name: str) -> ImportFormat:
@@ -247,11 +266,12 @@ def import_format(name: str) -> ImportFormat:
     return known[name]()
 
 
-def write(roster: Roster, grades: dict[str, Grade], max_score: float, assignment: str, fmt: str, target: Path, *,
-          missing: str = "zero", column: str | None = None, grade_column: str | None = None) -> Path:
-    """The LMS's import file of format `fmt` at `target`: every roster student with their grade
-    (`rows`), in the assignment's column (`column`, `grade_column` from the file itself, else the format's)."""
-    plugin = import_format(fmt)
+def write(roster: Roster, grades: dict[str, Grade], max_score: float, assignment: str, fmt: str | ImportFormat,
+          target: Path, *, missing: str = "zero", column: str | None = None, grade_column: str | None = None) -> Path:
+    """The LMS's import file of format `fmt` (its name, or the instance that read the roster) at
+    `target`: every roster student with their grade (`rows`), in the assignment's column (`column`,
+    `grade_column` from the file itself, else the format's)."""
+    plugin = import_format(fmt) if isinstance(fmt, str) else fmt
     matched = rows(roster, grades, missing)
     into = grade_column if plugin.column_from_file else column or plugin.column(roster, assignment)
     return plugin.write(roster, matched, target, column=into, max_score=max_score)
