@@ -168,32 +168,32 @@ class ImportFormat:
     registered under that name in the `autograder.lms_formats` entry points (pyproject.toml), so another
     LMS is a subclass in a file of its own and one line there."""
     match = ""        # the roster's column that holds a student's id, unless --match names another
-    column_from_file = False   # the grades go into a column the file itself has (`roster` finds it): --column is not used
 
     def roster(self, path: Path, match: str | None, worksheet_columns: str | None) -> tuple[Roster, str | None]:
         """The class list the LMS exported, and the name of the column the grades go into when the
         file itself says it (None: `column` decides)."""
         return read_roster(path, match or self.match), None
 
-    def column(self, roster: Roster, assignment: str) -> str:
-        """The assignment's column, when --column names none."""
-        return assignment
+    def column(self, roster: Roster, assignment: str, given: str | None, from_file: str | None) -> str | None:
+        """The column the grades go into: --column (`given`), else the assignment's id. `from_file` is
+        the column `roster` found in the file itself, if any."""
+        return given or assignment
 
     def write(self, roster: Roster, matched: list[tuple[dict[str, str], str]], target: Path, *, column: str | None,
               max_score: float) -> Path:
         """`matched` (each roster student's line and grade) as the file the LMS imports, at `target`;
-        `column` is None only where `column_from_file` and `roster` found none."""
+        `column` is None only where the format's `column` gives none."""
         raise NotImplementedError
 
 
 class Canvas(ImportFormat):
     match = "ID"
 
-    def column(self, roster: Roster, assignment: str) -> str:
-        """The roster's `<assignment> (<canvas id>)` when there is one (the grades go to that
-        assignment), else the id (a new assignment on import)."""
+    def column(self, roster: Roster, assignment: str, given: str | None, from_file: str | None) -> str | None:
+        """--column, else the roster's `<assignment> (<canvas id>)` when there is one (the grades go to
+        that assignment), else the id (a new assignment on import)."""
         existing = [name for name in roster.columns if name.startswith(f"{assignment} (") and name.endswith(")")]
-        return existing[0] if len(existing) == 1 else assignment
+        return given or (existing[0] if len(existing) == 1 else assignment)
 
     def write(self, roster: Roster, matched: list[tuple[dict[str, str], str]], target: Path, *, column: str | None,
               max_score: float) -> Path:
@@ -216,13 +216,16 @@ class Moodle(ImportFormat):
 class MoodleWorksheet(ImportFormat):
     """The grading worksheet as it came, its own headers kept, with the grade column filled."""
     match = "Identifier"
-    column_from_file = True
 
     def roster(self, path: Path, match: str | None, worksheet_columns: str | None) -> tuple[Roster, str | None]:
         if match:   # the identifier column named: the grade column is found as without --match
             return read_roster(path, match, participant=True), None
         # the worksheet's identifier and grade columns, in the site's language
         return read_worksheet(path, worksheet_columns)
+
+    def column(self, roster: Roster, assignment: str, given: str | None, from_file: str | None) -> str | None:
+        """The worksheet's own grade column (--column is not used); None: `write` finds it."""
+        return from_file
 
     def write(self, roster: Roster, matched: list[tuple[dict[str, str], str]], target: Path, *, column: str | None,
               max_score: float) -> Path:
@@ -273,8 +276,8 @@ def write(roster: Roster, grades: dict[str, Grade], max_score: float, assignment
     `grade_column` from the file itself, else the format's)."""
     plugin = import_format(fmt) if isinstance(fmt, str) else fmt
     matched = rows(roster, grades, missing)
-    into = grade_column if plugin.column_from_file else column or plugin.column(roster, assignment)
-    return plugin.write(roster, matched, target, column=into, max_score=max_score)
+    return plugin.write(roster, matched, target, column=plugin.column(roster, assignment, column, grade_column),
+                        max_score=max_score)
 
 
 def _table(target: Path, users: tuple[str, ...], column: str, matched: list[tuple[dict[str, str], str]],
