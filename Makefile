@@ -36,12 +36,23 @@ $(STAMP): $(LOCK) pyproject.toml
 	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r $(VENV)/uv.lock
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --require-hashes --no-deps --compile-bytecode -r $(LOCK)
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation --config-settings editable_mode=compat -e .
-	$(BIN)/uv pip check --quiet --python $(BIN)/python
+	$(BIN)/python scripts/pip-check
 	$(BIN)/python -c "from course import kernel; kernel.install()"
 	$(BIN)/python -c "from autograder.nbgrader_setup import kernelspec; kernelspec.install()"
 	@touch $@
 
-hub: $(STAMP)
+# The ngshare service's environment (hub/ngshare/requirements.in says why it is one of its own), for
+# a hub with exchange = "ngshare" and the hub tests.
+NGSHARE_VENV := .venv-ngshare
+NGSHARE_STAMP := $(NGSHARE_VENV)/.installed
+$(NGSHARE_STAMP): hub/ngshare/requirements.lock $(STAMP)
+	@rm -f $@
+	@test -x $(NGSHARE_VENV)/bin/python || $(PYTHON) -m venv --without-pip $(NGSHARE_VENV)
+	$(BIN)/uv pip install --quiet --python $(NGSHARE_VENV)/bin/python --require-hashes --no-deps -r hub/ngshare/requirements.lock
+	$(BIN)/uv pip check --quiet --python $(NGSHARE_VENV)/bin/python
+	@touch $@
+
+hub: $(STAMP) $(NGSHARE_STAMP)
 	@test -f $(HUB_SETTINGS) || { echo "no $(HUB_SETTINGS): copy hub/class.example.toml to it and fill it in" >&2; exit 2; }
 	COURSE_HUB_SETTINGS=$(abspath $(HUB_SETTINGS)) $(BIN)/jupyterhub -f hub/jupyterhub_config.py
 
@@ -61,6 +72,7 @@ system-packages:
 # The venv and the Debian packages install side by side (half a minute less on a fresh machine).
 test:
 	@$(MAKE) --no-print-directory -j2 venv system-packages
+	@$(MAKE) --no-print-directory $(NGSHARE_STAMP)
 	rm -rf build/prepared/$(PROFILE)
 	$(BIN)/course prepare --profile $(PROFILE) --out build/prepared/$(PROFILE)
 	$(BIN)/pytest tests build/prepared/$(PROFILE) --nbval-lax -p no:cacheprovider \
@@ -118,13 +130,17 @@ student-bundle: $(STAMP)
 # in ONNX Runtime's distribution and the CUDA wheels (tests/test_lock.py checks that, one CUDA major, and
 # the pins against TensorFlow's own and-cuda requirements).
 COMPILE := $(BIN)/uv pip compile pyproject.toml --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
-    --generate-hashes --no-header --no-annotate --quiet --no-emit-package rfc3987-syntax
+    --generate-hashes --no-header --no-annotate --quiet --no-emit-package rfc3987-syntax --override overrides.txt
 lock:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet uv
 	$(COMPILE) --extra cpu --extra hub -o requirements.lock
 	awk '/^[^ ]/ { sub(/ \\$$/, ""); print }' requirements.lock > $(VENV)/constraints.txt
 	$(COMPILE) --extra gpu --extra hub -c $(VENV)/constraints.txt -o requirements-gpu.lock
+	grep -v -i -E '^(sqlalchemy|alembic)==' $(VENV)/constraints.txt > $(VENV)/ngshare-constraints.txt
+	$(BIN)/uv pip compile hub/ngshare/requirements.in --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+	    --generate-hashes --no-header --no-annotate --quiet --no-emit-package rfc3987-syntax \
+	    -c $(VENV)/ngshare-constraints.txt -o hub/ngshare/requirements.lock
 	$(BIN)/pytest -p no:cacheprovider tests/test_lock.py
 
 # conda-lock.yml for conda users; conda channels must be reachable (they are not on the build machines).

@@ -111,6 +111,10 @@ class GradingSettings(Configurable):
                      help="keep the gradebook in this database (an SQLAlchemy URL as nbgrader takes it), e.g. "
                           "postgresql://grader@db/gradebook; default: a SQLite file per worker"
                      ).tag(config=True, flag="--db", metavar="URL")
+    timestamp_zone = Unicode(None, allow_none=True,
+                             help="the time zone of a collected timestamp.txt that names none (ngshare writes its "
+                                  "UTC times so: UTC); default: such a file gives no submission time"
+                             ).tag(config=True, metavar="ZONE")
     term = Unicode(None, allow_none=True, help="due dates and the late penalty (TOML); default: term.toml in the "
                                                "course root, if any").tag(config=True, metavar="FILE")
     extensions = Unicode(None, allow_none=True, help="per-student due dates (CSV: student_id,assignment,due)"
@@ -143,6 +147,18 @@ class GradingSettings(Configurable):
     def _share(self, proposal):
         if not 0 <= proposal["value"] <= 1:
             raise ValueError(f"{proposal['trait'].name} must be between 0 and 1, got {proposal['value']}")
+        return proposal["value"]
+
+    @validate("timestamp_zone")
+    def _zone(self, proposal):
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        if proposal["value"] is not None:
+            try:
+                ZoneInfo(proposal["value"])
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"timestamp_zone {proposal['value']!r} is not a time zone of the tz database "
+                                 "(e.g. UTC, Europe/Berlin)") from None
         return proposal["value"]
 
     @validate("db_url")

@@ -9,6 +9,10 @@
   (ltiauthenticator/lti13/handlers.py), and a captured callback with its cookies logs in again.
 - `ensure_unix_user`: each student's server runs as a Unix user of their own, made on first spawn with
   a home only they can read (`Spawner.pre_spawn_hook`).
+- `exchange_configuration`: the nbgrader configuration every server reads: nbgrader's own exchange (a
+  folder on this machine) or ngshare's (a hub service, for servers that share no filesystem).
+- `NgshareRoster`: ngshare's course and its students, kept as the hub's logins make them (ngshare lets
+  only the users a course lists fetch and submit in it).
 
 Nothing here imports JupyterHub's private modules; tornado's HTTPError is how a hook refuses a login.
 """
@@ -66,6 +70,8 @@ class ClassSettings:
     cpu_limit: float | None = None
     course_dir: Path | None = None
     formgrader_port: int = 9999
+    exchange: str = "folder"
+    ngshare_port: int = 10101
 
     @classmethod
     def read(cls, path: Path) -> "ClassSettings":
@@ -81,6 +87,12 @@ class ClassSettings:
             raise ValueError(f"{path}: give exactly one of [lti] (login from the LMS) and roster (a class "
                              "without an LMS, logging in as its Unix users)")
         lti = LtiSettings(**data["lti"]) if "lti" in data else None
+        exchange = data.get("exchange", "folder")
+        if exchange not in EXCHANGES:
+            raise ValueError(f"{path}: exchange = {exchange!r}: give one of {list(EXCHANGES)}")
+        if exchange == "ngshare" and "course_dir" not in data:
+            raise ValueError(f"{path}: exchange = \"ngshare\" needs course_dir: the formgrader service is the "
+                             "course's instructor in ngshare, who releases and collects")
         base = path.parent
         return cls(course_id=data["course_id"], state_dir=(base / data["state_dir"]).resolve(),
                    port=int(data.get("port", 8000)), ip=data.get("ip", ""), lti=lti,
@@ -89,7 +101,8 @@ class ClassSettings:
                    gpu_memory_mb=data.get("gpu_memory_mb"), cull_idle_seconds=int(data.get("cull_idle_seconds", 3600)),
                    mem_limit=data.get("mem_limit"), cpu_limit=data.get("cpu_limit"),
                    course_dir=(base / data["course_dir"]).resolve() if "course_dir" in data else None,
-                   formgrader_port=int(data.get("formgrader_port", 9999)))
+                   formgrader_port=int(data.get("formgrader_port", 9999)), exchange=exchange,
+                   ngshare_port=int(data.get("ngshare_port", 10101)))
 
     @property
     def graders_group(self) -> str:
@@ -105,8 +118,19 @@ class ClassSettings:
         return f"grader-{self.course_id}"
 
     @property
-    def exchange(self) -> Path:
+    def exchange_folder(self) -> Path:
+        """nbgrader's own exchange (`exchange = "folder"`), a folder every user writes into."""
         return self.state_dir / "exchange"
+
+    @property
+    def ngshare_state(self) -> Path:
+        """ngshare's database and files (`exchange = "ngshare"`), the formgrader's Unix user's alone."""
+        return self.state_dir / "ngshare"
+
+    @property
+    def ngshare_url(self) -> str:
+        """Where the servers and the hub reach ngshare: the service's own port, under its hub prefix."""
+        return f"http://127.0.0.1:{self.ngshare_port}/services/ngshare"
 
     @property
     def jupyter_config(self) -> Path:
@@ -141,6 +165,75 @@ def launch_groups(roles: list[str], settings: ClassSettings) -> list[str]:
     return groups
 
 
+EXCHANGES = ("folder", "ngshare")
+
+
+def exchange_configuration(settings: ClassSettings, ngshare_url: str | None = None) -> str:
+    """nbgrader_config.py for every server and the formgrader: the course id and the exchange, nbgrader's
+    own (`folder`: a folder every user writes into) or ngshare's (`ngshare`: nbgrader's exchange classes
+    replaced by ngshare_exchange's, which speak to the ngshare service at `ngshare_url`, by default this
+    machine's, with the server's hub token)."""
+    lines = ["c = get_config()  # noqa: F821", f"c.CourseDirectory.course_id = {settings.course_id!r}"]
+    if settings.exchange == "ngshare":
+        lines += ["import getpass, os",
+                  "# ngshare_exchange names a user without JUPYTERHUB_USER (the formgrader, a terminal) by $USER, read",
+                  "# when it is imported (ngshare_exchange/exchange.py); a process started without one has its name",
+                  "os.environ.setdefault('USER', getpass.getuser())",
+                  "from ngshare_exchange import configureExchange", f"configureExchange(c, {ngshare_url or settings.ngshare_url!r})",
+                  "# ngshare's submission times are UTC, written without a zone (its database keeps none)",
+                  "c.GradingSettings.timestamp_zone = 'UTC'"]
+    else:
+        lines.append(f"c.Exchange.root = {str(settings.exchange_folder)!r}")
+    return "\n".join(lines) + "\n"
+
+
+class NgshareRoster:
+    """ngshare's roster of the course, kept as the hub's logins make it.
+
+    ngshare lets a user fetch and submit only in a course that lists them, and lets only its admins make
+    a course (ngshare/ngshare.py: check_course_user, check_admin). The hub asks with `token`, the hub
+    token of a service ngshare runs with as its admin: at every login the course is made with
+    `instructors` as its instructors (ngshare answers 409 once it exists), and the user, unless one of
+    them, is added as a student (again at each login: ngshare updates the entry). On one machine the
+    instructor is the formgrader service, and the token its own; on Kubernetes, the instructors' LMS
+    ids and a token-only service (hub/k8s/values.yaml). Raises tornado's HTTPError 503, which refuses
+    the login with a page, when ngshare does not answer or refuses."""
+
+    def __init__(self, url: str, course_id: str, instructors: tuple[str, ...], token: str):
+        self.url, self.course_id, self.instructors, self.token = url.rstrip("/"), course_id, instructors, token
+
+    async def enrol(self, name: str, log, claims: dict | None = None) -> None:
+        """The course made if it is not yet, and `name`, unless an instructor, its student, with the names
+        and email of the LTI id_token's `claims` where it has them (ngshare asks for all three; an empty
+        one where the LMS sent none). Logs what it did, or what ngshare answered when it refuses."""
+        from urllib.parse import quote, urlencode
+
+        from tornado.httpclient import AsyncHTTPClient, HTTPClientError
+
+        client = AsyncHTTPClient()
+        course = quote(self.course_id, safe="")
+        calls = [(f"/course/{course}", {"instructors": json.dumps(list(self.instructors))}, (200, 409))]
+        if name not in self.instructors:  # ngshare refuses an instructor as a student (409)
+            calls.append(
+                (f"/student/{course}/{quote(name, safe='')}",
+                 {"first_name": (claims or {}).get("given_name", ""),
+                  "last_name": (claims or {}).get("family_name", ""), "email": (claims or {}).get("email", "")}, (200,)))
+        for path, body, accepted in calls:
+            try:
+                answer = await client.fetch(self.url + path, method="POST", body=urlencode(body),
+                                            headers={"Authorization": f"token {self.token}"},
+                                            raise_error=False, request_timeout=30)
+                code, text = answer.code, answer.body.decode(errors="replace")[:300] if answer.body else ""
+            except (OSError, HTTPClientError) as error:  # refused, unreachable, timed out: ngshare is not up (yet)
+                code, text = 599, str(error)
+            if code not in accepted:
+                log.error("ngshare refused POST %s for %r: %s %s", path, name, code, text)
+                raise web.HTTPError(503, "The course's exchange (ngshare) did not answer: open the course from "
+                                         "the LMS again in a minute, and tell your instructor if this stays")
+        log.info("ngshare: %r is %s of %s", name, "an instructor" if name in self.instructors else "a student",
+                 self.course_id)
+
+
 class NonceStore:
     """Nonces of the launches seen, each kept until its id_token expires (SQLite, survives a restart)."""
 
@@ -159,12 +252,13 @@ class NonceStore:
 
 
 class LaunchRoles:
-    """`Authenticator.post_auth_hook` for LTI 1.3: refuse a replayed launch, map the roles to groups."""
+    """`Authenticator.post_auth_hook` for LTI 1.3: refuse a replayed launch, map the roles to groups, and
+    with ngshare as the exchange, enrol the user in ngshare's course (`roster`)."""
 
-    def __init__(self, settings: ClassSettings, nonces: NonceStore):
-        self.settings, self.nonces = settings, nonces
+    def __init__(self, settings: ClassSettings, nonces: NonceStore, roster: NgshareRoster | None = None):
+        self.settings, self.nonces, self.roster = settings, nonces, roster
 
-    def __call__(self, authenticator, handler, authentication: dict) -> dict:
+    async def __call__(self, authenticator, handler, authentication: dict) -> dict:
         token = authentication.get("auth_state") or {}
         user = authentication["name"]
         if not UNIX_NAME.fullmatch(user):
@@ -177,17 +271,21 @@ class LaunchRoles:
         roles = list(token.get(ROLES_CLAIM, []))
         authentication["groups"] = launch_groups(roles, self.settings)
         authenticator.log.info("LTI launch of %r with roles %s: groups %s", user, roles, authentication["groups"])
+        if self.roster:
+            await self.roster.enrol(user, authenticator.log, token)
         return authentication
 
 
-def roster_groups(settings: ClassSettings):
+def roster_groups(settings: ClassSettings, roster: NgshareRoster | None = None):
     """`Authenticator.post_auth_hook` for a class without an LMS: the instructors named in the settings
-    are graders, everyone a student."""
+    are graders, everyone a student (and, with ngshare as the exchange, a student of ngshare's course)."""
 
-    def hook(authenticator, handler, authentication: dict) -> dict:
+    async def hook(authenticator, handler, authentication: dict) -> dict:
         name = authentication["name"]
         authentication["groups"] = [settings.students_group] + (
             [settings.graders_group] if name in settings.instructors else [])
+        if roster:
+            await roster.enrol(name, authenticator.log)
         return authentication
 
     return hook

@@ -11,8 +11,10 @@
 #   made on first spawn with a home of mode 700: no student reads another's files.
 # - Every server's kernels grow their GPU memory as they need it, within the class's per-student cap.
 # - The idle culler stops servers idle for cull_idle_seconds, which frees their GPU memory.
-# - nbgrader's exchange in the hub's state folder, configured for every server.
+# - nbgrader's exchange, configured for every server: a folder in the hub's state folder, or (exchange =
+#   "ngshare") the ngshare service, which needs no filesystem shared between servers.
 import os
+import secrets
 import sys
 from pathlib import Path
 
@@ -42,7 +44,7 @@ def refuse_closed(path: Path, what: str, advice: str) -> None:
 refuse_closed(Path(sys.executable), f"the course's Python ({sys.executable})",
               "Install the course where every user can read it (e.g. a checkout in /opt with a system Python), "
               "then start the hub again.")
-refuse_closed(settings.state_dir / "exchange", f"the state folder {settings.state_dir}",
+refuse_closed(settings.exchange_folder, f"the state folder {settings.state_dir}",
               "Choose a state_dir every user can enter (e.g. /srv/...).")
 
 # The state folder: the hub's own files in hub/ (mode 700: its database, cookie secret, the launches'
@@ -67,6 +69,12 @@ c.ConfigurableHTTPProxy.pid_file = str(HUB_STATE / "jupyterhub-proxy.pid")
 
 # Login and groups (the authenticator sets a user's groups at every login: manage_groups)
 c.Authenticator.manage_groups = True
+# With ngshare as the exchange, the hub adds every user who logs in to ngshare's course, asking as the
+# formgrader service (ngshare's admin, the course's instructor) with that service's token: a new one at
+# every start, held by the hub's process only (never written to disk).
+FORMGRADER_TOKEN = secrets.token_hex(32)
+roster = (course_hub.NgshareRoster(settings.ngshare_url, settings.course_id, (settings.course_id,), FORMGRADER_TOKEN)
+          if settings.exchange == "ngshare" else None)
 if settings.lti:
     c.JupyterHub.authenticator_class = "ltiauthenticator.lti13.auth.LTI13Authenticator"
     c.LTI13Authenticator.issuer = settings.lti.issuer
@@ -76,11 +84,11 @@ if settings.lti:
     c.LTI13Authenticator.username_key = settings.lti.username_key
     c.LTI13Authenticator.allow_all = True  # the LMS decides who launches: the course's members
     c.Authenticator.post_auth_hook = course_hub.LaunchRoles(
-        settings, course_hub.NonceStore(HUB_STATE / "lti-nonces.sqlite"))
+        settings, course_hub.NonceStore(HUB_STATE / "lti-nonces.sqlite"), roster)
 else:
     c.JupyterHub.authenticator_class = "jupyterhub.auth.PAMAuthenticator"
     c.Authenticator.allowed_users = course_hub.roster_names(settings.roster)
-    c.Authenticator.post_auth_hook = course_hub.roster_groups(settings)
+    c.Authenticator.post_auth_hook = course_hub.roster_groups(settings, roster)
 c.Authenticator.admin_users = set(settings.instructors)
 
 c.JupyterHub.load_roles = [
@@ -104,6 +112,7 @@ if settings.course_dir:
         "command": [str(BIN / "jupyterhub-singleuser"), f"--ServerApp.root_dir={settings.course_dir}"],
         "environment": {"HOME": grader.pw_dir, "PATH": PATH,
                         "JUPYTER_CONFIG_PATH": str(settings.jupyter_config), "JUPYTERHUB_DEFAULT_URL": "/lab/tree"},
+        "api_token": FORMGRADER_TOKEN,
     })
     c.JupyterHub.load_roles += [
         {"name": f"formgrade-{settings.course_id}", "groups": [settings.graders_group],
@@ -135,14 +144,35 @@ if settings.mem_limit:
 if settings.cpu_limit:
     c.Spawner.cpu_limit = settings.cpu_limit
 
-# nbgrader's exchange: one folder every user can write into (nbgrader's own setup, ugo+rwx, sticky so
-# that no one removes another's files), and a configuration every server reads.
-settings.exchange.mkdir(parents=True, exist_ok=True)
-settings.exchange.chmod(0o1777)
+# nbgrader's exchange, and a configuration every server reads (course_hub.exchange_configuration):
+# - "folder": one folder every user can write into (nbgrader's own setup, ugo+rwx, sticky so that no one
+#   removes another's files);
+# - "ngshare": the ngshare service (its database and files in the state folder, the formgrader's Unix
+#   user's alone), which every server reaches over HTTP with its own hub token; ngshare knows the
+#   formgrader service as its admin, the course's instructor.
+NGSHARE_PYTHON = HERE.parent / ".venv-ngshare" / "bin" / "python"  # its own environment (hub/ngshare/)
+if settings.exchange == "ngshare":
+    if not NGSHARE_PYTHON.exists():
+        raise SystemExit(f"exchange = \"ngshare\" runs ngshare from {NGSHARE_PYTHON.parent.parent}, which is not "
+                         "installed: start the hub with `make hub`, which installs it")
+    refuse_closed(NGSHARE_PYTHON, f"ngshare's Python ({NGSHARE_PYTHON})",
+                  "Install the course where every user can read it, then start the hub again.")
+    settings.ngshare_state.mkdir(exist_ok=True, mode=0o700)
+    os.chown(settings.ngshare_state, grader.pw_uid, grader.pw_gid)
+    settings.ngshare_state.chmod(0o700)
+    c.JupyterHub.services.append({
+        "name": "ngshare", "url": f"http://127.0.0.1:{settings.ngshare_port}", "user": settings.grader_user,
+        "oauth_no_confirm": True, "cwd": str(settings.ngshare_state),
+        "command": [str(NGSHARE_PYTHON), "-m", "ngshare", "--admins", settings.course_id,
+                    "--database", f"sqlite:///{settings.ngshare_state / 'ngshare.sqlite'}",
+                    "--storage", str(settings.ngshare_state / "files")],
+        "environment": {"HOME": grader.pw_dir, "PATH": PATH},
+    })
+else:
+    settings.exchange_folder.mkdir(parents=True, exist_ok=True)
+    settings.exchange_folder.chmod(0o1777)
 settings.jupyter_config.mkdir(exist_ok=True)
 settings.jupyter_config.chmod(0o755)
 course_hub.write_lab_config(settings)
-(settings.jupyter_config / "nbgrader_config.py").write_text(
-    "c = get_config()  # noqa: F821\n"
-    f"c.CourseDirectory.course_id = {settings.course_id!r}\n"
-    f"c.Exchange.root = {str(settings.exchange)!r}\n", encoding="utf-8")
+(settings.jupyter_config / "nbgrader_config.py").write_text(course_hub.exchange_configuration(settings),
+                                                           encoding="utf-8")

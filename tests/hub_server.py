@@ -140,8 +140,9 @@ class Hub:
     must remove too: `grader_user`), plus an admin service token the tests ask the REST API with."""
 
     def __init__(self, folder: Path, platform: Platform | None, course: str, instructors: tuple[str, ...],
-                 roster: list[str] | None = None):
-        """With `roster` (Unix user names) instead of an LTI `platform`: a class without an LMS (PAM)."""
+                 roster: list[str] | None = None, exchange: str = "folder"):
+        """With `roster` (Unix user names) instead of an LTI `platform`: a class without an LMS (PAM);
+        `exchange` as in the class's TOML ("folder" or "ngshare", on a free port)."""
         self.port, self.hub_port, self.token = free_port(), free_port(), secrets.token_hex(24)
         self.url = f"http://127.0.0.1:{self.port}"
         self.state = folder / "state"
@@ -156,6 +157,8 @@ instructors = {list(instructors)!r}
 gpu_memory_mb = 2048
 course_dir = "course"
 formgrader_port = {free_port()}
+exchange = "{exchange}"
+ngshare_port = {free_port()}
 """ + (f"""
 [lti]
 issuer = "{platform.issuer}"
@@ -176,7 +179,7 @@ c.JupyterHub.services.append({{"name": "test-admin", "api_token": {self.token!r}
 c.JupyterHub.load_roles.append({{"name": "test-admin", "services": ["test-admin"],
     "scopes": ["admin:users", "admin:servers", "access:servers", "groups", "read:users"]}})
 """, encoding="utf-8")
-        self.folder, self.config, self.settings = folder, config, settings
+        self.folder, self.config, self.settings, self.course = folder, config, settings, course
         self.log = folder / "hub.log"
         self.start()
 
@@ -240,3 +243,64 @@ c.JupyterHub.load_roles.append({{"name": "test-admin", "services": ["test-admin"
                     process.kill()
 
 
+
+
+@contextlib.contextmanager
+def class_hub(course: str, instructors: tuple[str, ...], users: tuple[str, ...], exchange: str = "folder"):
+    """A hub for `course` launched from a test LMS of its own (`hub.platform`), as a module's fixture
+    holds it: `users` (every Unix user the module makes, its grader's too) removed before and after."""
+    remove_unix_users(users)
+    platform = Platform()
+    with reachable_python(), hub_folder() as folder:
+        running = Hub(folder, platform, course, instructors, exchange=exchange)
+        platform.hub_url = running.url
+        running.platform = platform
+        try:
+            yield running
+        finally:
+            running.stop()
+            platform.close()
+            remove_unix_users(users)
+
+
+def course_directory(hub: Hub, course: str, assignment: str) -> Path:
+    """The formgrader's course directory (made by the hub), with `assignment`'s source and its ci-profile
+    release, as an instructor's checkout has them after `make release`, owned by the grader's user."""
+    import shutil
+
+    from tests.browser.courses import LAYOUT, student_copy
+
+    folder = hub.folder / "course"
+    shutil.copytree(LAYOUT.source / assignment, folder / "source" / assignment)
+    student_copy(folder, [assignment])
+    # the hub's course id (not the course's own, so that hub test modules can run at once)
+    with (folder / "nbgrader_config.py").open("a", encoding="utf-8") as config:
+        config.write(f"\nc.CourseDirectory.course_id = {course!r}\n")
+    subprocess.run(["chown", "-R", f"grader-{course}:grader-{course}", str(folder)], check=True)
+    return folder
+
+
+def grade_collected(hub: Hub, course: Path, assignment: str) -> dict[str, dict]:
+    """`autograder grade` on what the formgrader collected into `course/submitted`, then `autograder
+    feedback --exchange` placing every page for release_feedback (owned by the grader's user, who
+    releases them), as in the formgrader's terminal: the course's programs and the hub's Jupyter
+    configuration (the exchange's). Returns grades.csv's rows by student id."""
+    import csv
+
+    out = hub.folder / "grading"
+    environment = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
+                       JUPYTER_CONFIG_PATH=str(hub.state / "jupyter-config"))
+    graded = subprocess.run([str(BIN / "autograder"), "grade", assignment, "--submissions", str(course / "submitted"),
+                             "--out", str(out), "--workers", "2"], cwd=course, capture_output=True, text=True,
+                            timeout=600, env=environment)
+    assert graded.returncode == 0, graded.stderr[-3000:]
+    with (out / "grades.csv").open(newline="", encoding="utf-8") as handle:
+        rows = {row["student_id"]: row for row in csv.DictReader(handle)}
+    placed = subprocess.run([str(BIN / "autograder"), "feedback", assignment, "--grades-dir", str(out),
+                             "--exchange", str(course)], cwd=course, capture_output=True, text=True, timeout=300,
+                            env=environment)
+    assert placed.returncode == 0 and f"{len(rows)} feedback pages" in placed.stdout, (placed.stdout,
+                                                                                        placed.stderr[-2000:])
+    grader = f"grader-{hub.course}"
+    subprocess.run(["chown", "-R", f"{grader}:{grader}", str(course / "feedback")], check=True)
+    return rows

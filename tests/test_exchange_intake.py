@@ -286,6 +286,16 @@ def test_nbgraders_timestamps_are_read_in_utc(text, expected):
     assert exchange.timestamp(text) == expected
 
 
+def test_a_time_without_a_zone_is_read_in_the_zone_given_for_it():
+    """ngshare writes its UTC times without a zone (c.GradingSettings.timestamp_zone = 'UTC' on its hub)."""
+    assert exchange.timestamp("2027-07-15 23:59:00.000000", "UTC") == at_utc(2027, 7, 15, 23, 59)
+    assert exchange.timestamp("2027-07-15 23:59:00.000000", "Europe/Berlin") == at_utc(2027, 7, 15, 21, 59)
+    # a time that names its zone keeps it
+    assert exchange.timestamp("2027-07-15 23:59:00.000000 UTC", "Europe/Berlin") == at_utc(2027, 7, 15, 23, 59)
+    with pytest.raises(ValueError, match="not a time zone of the tz database"):
+        exchange.timestamp("2027-07-15 23:59:00.000000", "../../etc/passwd")
+
+
 @pytest.mark.parametrize("text, reason", [
     ("", "is empty"),
     ("2027-07-15 23:59:00.000000", "has no time zone"),
@@ -306,13 +316,18 @@ def test_feedback_pages_are_laid_out_for_nbgrader_release_feedback(tmp_path):
     collected.mkdir(parents=True)
     (collected / "timestamp.txt").write_text("2027-01-15 22:00:00.000000 UTC")
     (collected / "submission_secret.txt").write_text("s3cret")
-    (course / "submitted" / "bob" / "ps1").mkdir(parents=True)  # collected by hand: no secret
+    (course / "submitted" / "bob" / "ps1").mkdir(parents=True)  # collected by hand: no timestamp
+    # collected through ngshare: a timestamp (UTC, without a zone), no secret
+    (course / "submitted" / "cy" / "ps1").mkdir(parents=True)
+    (course / "submitted" / "cy" / "ps1" / "timestamp.txt").write_text("2027-01-15 22:00:00.000000")
     page = tmp_path / "ada.html"
     page.write_text("<p>ada's page</p>")
-    placed, left_out = exchange.place_feedback({("ada", "ps1"): page, ("bob", "ps1"): page}, course, "ps1")
-    assert placed == 1
-    assert left_out == [f"bob: no timestamp.txt or submission_secret.txt in {course / 'submitted' / 'bob' / 'ps1'} "
+    placed, left_out = exchange.place_feedback({("ada", "ps1"): page, ("bob", "ps1"): page, ("cy", "ps1"): page},
+                                               course, "ps1")
+    assert placed == 2
+    assert left_out == [f"bob: no timestamp.txt in {course / 'submitted' / 'bob' / 'ps1'} "
                         "(not collected by nbgrader collect)"]
+    assert sorted(path.name for path in (course / "feedback" / "cy" / "ps1").iterdir()) == ["ps1.html", "timestamp.txt"]
     target = course / "feedback" / "ada" / "ps1"
     assert (target / "ps1.html").read_text() == "<p>ada's page</p>"
     assert (target / "submission_secret.txt").read_text() == "s3cret"

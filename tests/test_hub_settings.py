@@ -1,5 +1,6 @@
 """hub/course_hub.py without a hub: the class's settings file, the roster, LTI roles to nbgrader's
-groups, the nonce store that refuses a replayed launch, and the folders a student's server cannot reach."""
+groups, the nonce store that refuses a replayed launch, the folders a student's server cannot reach, the
+servers' exchange configuration, and ngshare's roster against a stand-in for ngshare's API."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ def test_the_example_settings_read_as_they_are_documented():
     assert example.graders_group == "formgrade-tf-internals" and example.students_group == "nbgrader-tf-internals"
     assert example.state_dir == Path("/srv/tf-course-hub") and example.roster is None
     assert example.course_dir == Path("/srv/tf-course") and example.grader_user == "grader-tf-internals"
+    assert example.exchange == "folder" and example.ngshare_port == 10101
 
 
 @pytest.mark.parametrize("text, message", [
@@ -41,6 +43,8 @@ def test_the_example_settings_read_as_they_are_documented():
     ('state_dir = "s"\n' + LTI, "missing ['course_id']"),
     ('course_id = "c"\nstate_dir = "s"\n', "exactly one of [lti]"),
     ('course_id = "c"\nstate_dir = "s"\nroster = "r.txt"\n' + LTI, "exactly one of [lti]"),
+    ('course_id = "c"\nstate_dir = "s"\nexchange = "nfs"\n' + LTI, "exchange = 'nfs': give one of ['folder', 'ngshare']"),
+    ('course_id = "c"\nstate_dir = "s"\nexchange = "ngshare"\n' + LTI, 'exchange = "ngshare" needs course_dir'),
 ])
 def test_a_settings_file_that_says_too_much_or_too_little_is_refused_by_name(tmp_path, text, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
@@ -50,7 +54,7 @@ def test_a_settings_file_that_says_too_much_or_too_little_is_refused_by_name(tmp
 def test_relative_paths_are_relative_to_the_settings_file(tmp_path):
     (tmp_path / "roster.txt").write_text("ann  # first\n\nben\n", encoding="utf-8")
     read = course_hub.ClassSettings.read(settings(tmp_path, 'course_id = "c"\nstate_dir = "state"\nroster = "roster.txt"\n'))
-    assert read.state_dir == tmp_path / "state" and read.exchange == tmp_path / "state" / "exchange"
+    assert read.state_dir == tmp_path / "state" and read.exchange_folder == tmp_path / "state" / "exchange"
     assert course_hub.roster_names(read.roster) == {"ann", "ben"}
 
 
@@ -109,3 +113,156 @@ def test_the_spawner_is_systemds_where_systemd_runs_and_enforces_the_limits(tmp_
         assert trait in spawner_class.class_trait_names(), trait
     assert traits["isolate_devices"] is False and traits["username_template"] == "{USERNAME}"
     assert course_hub.spawner(read, systemd=False) == ("jupyterhub.spawner.LocalProcessSpawner", {})
+
+
+def test_the_servers_exchange_configuration_names_the_folder_or_ngshare(tmp_path, monkeypatch):
+    """Executed as nbgrader executes nbgrader_config.py (`c = get_config()`): the folder exchange sets its
+    root; ngshare's replaces nbgrader's exchange classes by ngshare_exchange's, with the service's URL,
+    reads ngshare's submission times in UTC, and imports in a process without $USER."""
+    from traitlets.config import Config
+
+    def run(text: str) -> Config:
+        config = Config()
+        exec(compile(text, "nbgrader_config.py", "exec"), {"get_config": lambda: config})
+        return config
+
+    base = 'course_id = "tf"\nstate_dir = "state"\ncourse_dir = "course"\n' + LTI
+    folder = run(course_hub.exchange_configuration(course_hub.ClassSettings.read(settings(tmp_path, base))))
+    assert folder.CourseDirectory.course_id == "tf" and folder.Exchange.root == str(tmp_path / "state" / "exchange")
+    monkeypatch.delenv("USER", raising=False)
+    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
+    read = course_hub.ClassSettings.read(settings(tmp_path, 'exchange = "ngshare"\nngshare_port = 10123\n' + base))
+    ngshare = run(course_hub.exchange_configuration(read))
+    from ngshare_exchange import ExchangeCollect, ExchangeSubmit
+
+    assert ngshare.CourseDirectory.course_id == "tf" and "root" not in ngshare.Exchange
+    assert ngshare.ExchangeFactory.submit is ExchangeSubmit and ngshare.ExchangeFactory.collect is ExchangeCollect
+    assert ngshare.ExchangeFactory.exchange().ngshare_url == "http://127.0.0.1:10123/services/ngshare"
+    assert ngshare.GradingSettings.timestamp_zone == "UTC"
+
+
+class FakeNgshare:
+    """A stand-in for ngshare's API (the two calls the hub makes), on a port of its own: answers as
+    ngshare does (409 for a course that exists, 403 for a token that is not its admin's)."""
+
+    def __init__(self, admin_token: str):
+        import asyncio
+        import threading
+
+        from tornado import web as tornado_web
+
+        self.calls, self.courses, self.students = [], set(), {}
+        fake = self
+
+        class Handler(tornado_web.RequestHandler):
+            def post(self, kind, course, name=None):
+                fake.calls.append((kind, course, name, dict((key, self.get_body_argument(key)) for key in self.request.body_arguments)))
+                if self.request.headers.get("Authorization") != f"token {admin_token}":
+                    return self.answer(403, False, "Permission denied")
+                if kind == "course":
+                    if course in fake.courses:
+                        return self.answer(409, False, "Course already exists")
+                    fake.courses.add(course)
+                elif kind == "student":
+                    if course not in fake.courses:
+                        return self.answer(404, False, "Course not found")
+                    fake.students[name] = course
+                return self.answer(200, True)
+
+            def answer(self, code, success, message=None):
+                self.set_status(code)
+                self.finish({"success": success, **({"message": message} if message else {})})
+
+        self.loop = asyncio.new_event_loop()
+        started = threading.Event()
+
+        def serve():
+            asyncio.set_event_loop(self.loop)
+            from tornado.httpserver import HTTPServer
+            from tornado.netutil import bind_sockets
+
+            app = tornado_web.Application([(r"/services/ngshare/(course)/([^/]+)", Handler),
+                                           (r"/services/ngshare/(student)/([^/]+)/([^/]+)", Handler)])
+            sockets = bind_sockets(0, "127.0.0.1")
+            HTTPServer(app).add_sockets(sockets)
+            self.port = sockets[0].getsockname()[1]
+            started.set()
+            self.loop.run_forever()
+
+        self.thread = threading.Thread(target=serve, daemon=True)
+        self.thread.start()
+        started.wait(10)
+        self.url = f"http://127.0.0.1:{self.port}/services/ngshare"
+
+    def close(self):
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+class Log:
+    def __init__(self):
+        self.lines = []
+
+    def info(self, message, *args):
+        self.lines.append(("info", message % args))
+
+    def error(self, message, *args):
+        self.lines.append(("error", message % args))
+
+
+def test_each_login_makes_the_course_once_and_adds_the_user_as_its_student():
+    import asyncio
+
+    fake = FakeNgshare("formgrader-token")
+    try:
+        roster = course_hub.NgshareRoster(fake.url, "tf", ("tf",), "formgrader-token")
+        asyncio.run(roster.enrol("7310003", Log(), {"given_name": "Ann", "family_name": "Lee", "email": "a@x.test"}))
+        asyncio.run(roster.enrol("7310004", Log()))
+    finally:
+        fake.close()
+    assert fake.courses == {"tf"} and fake.students == {"7310003": "tf", "7310004": "tf"}
+    course_calls = [call for call in fake.calls if call[0] == "course"]
+    assert [call[3]["instructors"] for call in course_calls] == ['["tf"]', '["tf"]']  # the second answered 409
+    assert fake.calls[1][3] == {"first_name": "Ann", "last_name": "Lee", "email": "a@x.test"}
+    assert fake.calls[3][3] == {"first_name": "", "last_name": "", "email": ""}
+
+
+def test_an_instructor_of_ngshares_course_is_not_added_as_its_student():
+    """On Kubernetes the instructors are LMS ids who launch too; ngshare refuses an instructor as a student."""
+    import asyncio
+
+    fake = FakeNgshare("roster-token")
+    try:
+        roster = course_hub.NgshareRoster(fake.url, "tf", ("7310001",), "roster-token")
+        asyncio.run(roster.enrol("7310001", log := Log()))
+    finally:
+        fake.close()
+    assert fake.courses == {"tf"} and fake.students == {}
+    assert [call[0] for call in fake.calls] == ["course"] and fake.calls[0][3] == {"instructors": '["7310001"]'}
+    assert log.lines == [("info", "ngshare: '7310001' is an instructor of tf")]
+
+
+@pytest.mark.parametrize("token, down", [("not-the-admins", False), ("formgrader-token", True)])
+def test_a_login_ngshare_refuses_or_does_not_answer_is_refused_with_a_page_and_logged(token, down):
+    import asyncio
+
+    from tornado import web as tornado_web
+
+    fake = FakeNgshare("formgrader-token")
+    url = fake.url
+    if down:
+        fake.close()
+        import socket
+
+        with socket.socket() as probe:  # a port nothing listens on
+            probe.bind(("127.0.0.1", 0))
+            url = f"http://127.0.0.1:{probe.getsockname()[1]}/services/ngshare"
+    log = Log()
+    try:
+        with pytest.raises(tornado_web.HTTPError) as refused:
+            asyncio.run(course_hub.NgshareRoster(url, "tf", ("tf",), token).enrol("7310003", log))
+    finally:
+        if not down:
+            fake.close()
+    assert refused.value.status_code == 503 and "exchange (ngshare) did not answer" in refused.value.log_message
+    assert [level for level, _ in log.lines] == ["error"] and "ngshare refused POST /course/tf" in log.lines[0][1]

@@ -105,3 +105,19 @@ def test_the_image_installs_as_make_does():
     image = [step.strip() for step in run.replace("\\\n", " ").split("&&")]
     image = [re.sub(r"\s+", " ", step) for step in image if step != "python -m venv .venv"]
     assert image == make
+
+
+def test_the_pods_exchange_is_ngshare_configured_as_on_one_machine():
+    """The pods' nbgrader_config.py is what the one-machine hub writes for ngshare (tested there, in
+    tests/test_hub_ngshare.py), at the ngshare chart's cluster address; no exchange volume is left."""
+    values = yaml.safe_load(VALUES.read_text(encoding="utf-8"))
+    sys.path.insert(0, str(ROOT / "hub"))
+    import course_hub
+
+    url = values["hub"]["services"]["ngshare"]["url"] + "/services/ngshare"
+    settings = course_hub.ClassSettings(course_id="tf-internals", state_dir=Path("/srv/jupyterhub"), exchange="ngshare")
+    config = values["singleuser"]["extraFiles"]["nbgrader-config"]
+    assert config["stringData"] == course_hub.exchange_configuration(settings, url)
+    assert config["mountPath"] == values["singleuser"]["extraEnv"]["JUPYTER_CONFIG_PATH"] + "/nbgrader_config.py"
+    assert "storage" not in values["singleuser"] or "extraVolumes" not in values["singleuser"]["storage"]
+    assert url in values["hub"]["extraConfig"]["course-hub"], "the hook enrols users in another ngshare"

@@ -2,7 +2,9 @@
 
 requirements.lock is the CPU environment (CI, students without a GPU); requirements-gpu.lock the GPU
 one (the GPU runner, students with an NVIDIA GPU): the same pins except ONNX Runtime's distribution
-and TensorFlow's CUDA wheels, all of one CUDA major."""
+and TensorFlow's CUDA wheels, all of one CUDA major. hub/ngshare/requirements.lock is the ngshare
+service's own environment: the course's pins but SQLAlchemy's and alembic's. The conflicts the locks
+make on purpose (overrides.txt) are the only ones scripts/pip-check accepts."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ def _normal(name: str) -> str:
 
 
 LOCKS = ("requirements.lock", "requirements-gpu.lock")
+NGSHARE_LOCK = "hub/ngshare/requirements.lock"
 # distributions that install the same import package: a lock may hold one of each group at most
 SAME_IMPORT = {"onnxruntime": {"onnxruntime", "onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-openvino",
                                "onnxruntime-training"},
@@ -68,7 +71,7 @@ def test_lock_pins_every_required_package():
     assert "tensorflow-cpu" not in pins, "the lock must use the `tensorflow` wheel, not tensorflow-cpu"
 
 
-@pytest.mark.parametrize("lock", LOCKS)
+@pytest.mark.parametrize("lock", (*LOCKS, NGSHARE_LOCK))
 def test_lock_is_hash_pinned_and_names_no_index_or_path(lock):
     text = (ROOT / lock).read_text()
     requirements = [line for line in text.splitlines() if re.match(r"^[A-Za-z0-9]", line)]
@@ -219,6 +222,52 @@ def test_every_imported_third_party_package_is_declared():
     tools = {"tensorflow-text", "tensorboard", "papermill", "nbval", "jupyterlab", "ipykernel", "nbconvert",
              "pytest-xdist", "psycopg2-binary", "uv", "mypy", "onnxruntime-gpu", "alembic",
              "configurable-http-proxy", "jupyterhub-idle-culler", "jupyterhub",
-             "jupyterhub-ltiauthenticator", "jupyterhub-systemdspawner"}  # programs, or plugins the hub names
+             "jupyterhub-ltiauthenticator", "jupyterhub-systemdspawner",
+             "ngshare-exchange"}  # programs, or plugins the hub names (hub/course_hub.py's exchange configuration)
     unused = declared - provided - tools
     assert not unused, f"declared but imported nowhere (and not a tool the Makefile or a test runs): {sorted(unused)}"
+
+
+def test_the_ngshare_service_has_the_course_pins_but_sqlalchemys_and_alembics():
+    """ngshare 0.6.0 needs SQLAlchemy 1.4 (hub/ngshare/requirements.in says why); everything else it
+    shares with the course's environment is pinned alike, so the two install from the same wheels."""
+    course, service = lock_pins(), lock_pins(NGSHARE_LOCK)
+    assert service["ngshare"].startswith("0.6.") and service["sqlalchemy"].startswith("1.4.")
+    differ = {name: (version, course[name]) for name, version in service.items()
+              if name in course and course[name] != version}
+    assert set(differ) == {"sqlalchemy", "alembic"}, differ
+    assert set(service) - set(course) == {"ngshare"}, sorted(set(service) - set(course))
+
+
+def _pip_check():
+    import importlib.util
+    from importlib.machinery import SourceFileLoader
+
+    loader = SourceFileLoader("pip_check", str(ROOT / "scripts" / "pip-check"))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("pip_check", loader))
+    loader.exec_module(module)
+    return module
+
+
+def test_pip_check_accepts_only_the_conflicts_overrides_txt_explains():
+    pip_check = _pip_check()
+    allowed = pip_check.overridden(ROOT / "overrides.txt")
+    assert allowed == {"jupyter-core"}
+    report = ("Checked 221 packages in 2ms\nFound 2 incompatibilities\n"
+              "The package `ngshare-exchange` requires `jupyter-core<4.11.2`, but `5.9.1` is installed\n"
+              "The package `nbgrader` requires `jupyter-server<3`, but `3.0.0` is installed\n")
+    accepted, refused = pip_check.unexplained(report, allowed)
+    assert accepted == ["The package `ngshare-exchange` requires `jupyter-core<4.11.2`, but `5.9.1` is installed"]
+    assert refused == ["The package `nbgrader` requires `jupyter-server<3`, but `3.0.0` is installed"]
+    # a line of another shape is never taken for an explained one
+    assert pip_check.unexplained("The package `x` is broken\n", allowed) == ([], ["The package `x` is broken"])
+
+
+def test_every_override_is_one_the_course_lock_needs():
+    """An override that no pinned package's requirement calls for is stale: the locked jupyter-core is
+    outside ngshare-exchange's own range, which is why the override exists."""
+    pins = lock_pins()
+    exchange = metadata.distribution("ngshare-exchange")
+    wanted = [Requirement(text) for text in exchange.requires or [] if Requirement(text).name == "jupyter_core"
+              or _normal(Requirement(text).name) == "jupyter-core"]
+    assert wanted and not wanted[0].specifier.contains(pins["jupyter-core"]), (wanted, pins["jupyter-core"])

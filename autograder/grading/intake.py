@@ -77,9 +77,11 @@ class Submission:
         return hashlib.sha256(self.notebook_bytes or b"").hexdigest()
 
 
-def read_class(submissions: Path, notebook_name: str, assignment_id: str = "") -> list[Submission]:
+def read_class(submissions: Path, notebook_name: str, assignment_id: str = "",
+               timestamp_zone: str | None = None) -> list[Submission]:
     """Every student in `submissions` (a folder, or an LMS download's zip), in the order of their entries;
-    in nbgrader's submitted folder, those who handed in `assignment_id`."""
+    in nbgrader's submitted folder, those who handed in `assignment_id` (a timestamp.txt without a zone read
+    in `timestamp_zone`, if given)."""
     if submissions.is_file() and submissions.suffix.lower() == ".zip":
         return _from_download_zip(submissions, notebook_name)
     if not submissions.is_dir():
@@ -92,7 +94,7 @@ def read_class(submissions: Path, notebook_name: str, assignment_id: str = "") -
         if not assignment_id:
             raise IntakeError(f"{submissions} is what nbgrader collect gathered ({exchange.COLLECTED_RULE}): "
                               "it is read for one assignment, and none was given")
-        return _from_collected(submissions, notebook_name, assignment_id)
+        return _from_collected(submissions, notebook_name, assignment_id, timestamp_zone)
     found = []
     for entry in sorted(submissions.iterdir(), key=lambda path: path.name):
         if entry.name.startswith("."):
@@ -263,7 +265,8 @@ def collected(folder: Path) -> bool:
                for student in folder.iterdir())
 
 
-def _from_collected(submissions: Path, notebook_name: str, assignment_id: str) -> list[Submission]:
+def _from_collected(submissions: Path, notebook_name: str, assignment_id: str,
+                    timestamp_zone: str | None) -> list[Submission]:
     """nbgrader's submitted folder: a Submission per student with a folder for `assignment_id`, a rejection
     per entry that is no student's folder."""
     found = []
@@ -281,13 +284,13 @@ def _from_collected(submissions: Path, notebook_name: str, assignment_id: str) -
         elif folder.is_dir():
             submission = _from_folder(folder, notebook_name, entry.name, origin)
             found.append(replace(submission, **_collected_time(folder / exchange.TIMESTAMP_FILE,
-                                                               f"{origin}/{exchange.TIMESTAMP_FILE}")))
+                                                               f"{origin}/{exchange.TIMESTAMP_FILE}", timestamp_zone)))
         elif folder.exists():
             found.append(Submission(entry.name, origin, problem=f"{origin} is a file, not the assignment's folder"))
     return found
 
 
-def _collected_time(path: Path, origin: str) -> dict:
+def _collected_time(path: Path, origin: str, timestamp_zone: str | None) -> dict:
     """`submitted_at` from the timestamp.txt at `path`, or `time_problem` (logged) when it gives no time."""
     try:
         if path.is_symlink():
@@ -296,7 +299,7 @@ def _collected_time(path: Path, origin: str) -> dict:
             raise exchange.TimestampProblem("is missing (nbgrader submit always writes one)")
         if path.stat().st_size > exchange.MAX_TIMESTAMP_BYTES:
             raise exchange.TimestampProblem(f"is larger than {exchange.MAX_TIMESTAMP_BYTES} bytes: not a time")
-        return {"submitted_at": exchange.timestamp(path.read_bytes().decode("utf-8"))}
+        return {"submitted_at": exchange.timestamp(path.read_bytes().decode("utf-8"), timestamp_zone)}
     except (exchange.TimestampProblem, UnicodeDecodeError, OSError) as error:
         reason = (f"{origin}: {'is not UTF-8 text' if isinstance(error, UnicodeDecodeError) else error}: "
                   "no submission time (on time, unless --submitted-at gives one)")

@@ -164,7 +164,7 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
     generated_from = source_hash(source_dir, source_dir.resolve().parent.parent, settings)
     key = settings.key()
     notebooks = {path.name: _Notebook(path, cell_points(nbformat.read(path, as_version=4)),
-                                      intake.read_class(submissions, path.name, assignment_id),
+                                      intake.read_class(submissions, path.name, assignment_id, settings.timestamp_zone),
                                       Cache(run.rows_of(path.name), generated_from, key))
                  for path in paths}
     class_list = roster.names(Path(settings.roster)) if settings.roster else None

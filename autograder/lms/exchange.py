@@ -53,10 +53,12 @@ class TimestampProblem(AutograderError):
     """A timestamp.txt that gives no time: the message says why (intake keeps the notebook, without a time)."""
 
 
-def timestamp(text: str) -> datetime:
+def timestamp(text: str, naive_zone: str | None = None) -> datetime:
     """The time of a `timestamp.txt`, in UTC: nbgrader's default `2027-01-15 22:59:00.123456 UTC` (or any
     zone name nbgrader resolves, `2027-01-15 23:59:00.000000 CET`), a numeric offset after the time, or
-    ISO 8601 with an offset (a `timestamp_format` such as `%Y-%m-%dT%H:%M:%S%z`)."""
+    ISO 8601 with an offset (a `timestamp_format` such as `%Y-%m-%dT%H:%M:%S%z`). A time without a zone is
+    read in `naive_zone` where one is given (ngshare's `2027-01-15 22:59:00.123456` is UTC: its database
+    keeps no zone), and refused otherwise."""
     text = text.strip()
     if not text:
         raise TimestampProblem("is empty")
@@ -66,9 +68,21 @@ def timestamp(text: str) -> datetime:
         moment = datetime.fromisoformat(text)
     except ValueError:
         moment = _with_zone(text)
+    if (moment.tzinfo is None or moment.utcoffset() is None) and naive_zone:
+        moment = moment.replace(tzinfo=zone(naive_zone))
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise TimestampProblem(f"{text!r} has no time zone")
     return moment.astimezone(timezone.utc)
+
+
+def zone(name: str) -> ZoneInfo:
+    """The tz database's zone `name` (UTC, Europe/Berlin); a ValueError naming it when there is none."""
+    try:
+        if _ZONE_NAME.fullmatch(name):
+            return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        pass
+    raise ValueError(f"{name!r} is not a time zone of the tz database (e.g. UTC, Europe/Berlin)")
 
 
 def _with_zone(text: str) -> datetime:
@@ -94,23 +108,27 @@ def _with_zone(text: str) -> datetime:
 def place_feedback(pages: dict[tuple[str, str], Path], course: Path, assignment_id: str) -> tuple[int, list[str]]:
     """The feedback pages `pages` ((student_id, notebook stem) -> page) laid out where `nbgrader
     release_feedback <assignment>` takes them (exchange/default/release_feedback.py, lines 37-81):
-    `<course>/feedback/<student_id>/<assignment_id>/<notebook>.html`, beside the `timestamp.txt` and
-    `submission_secret.txt` of the student's collected submission, which it reads to name the released
-    page by `notebook_hash(secret, notebook)` (the name `nbgrader fetch_feedback` looks for in the
-    student's server). Returns (pages placed, "student: reason" for each page left out: a student whose
-    collected folder under `<course>/submitted/` lacks the two files). Pages already there are replaced.
+    `<course>/feedback/<student_id>/<assignment_id>/<notebook>.html`, beside the `timestamp.txt` of the
+    student's collected submission (which submission the page answers) and its `submission_secret.txt`,
+    which nbgrader's own exchange reads to name the released page by `notebook_hash(secret, notebook)`
+    (the name `nbgrader fetch_feedback` looks for in the student's server). nbgrader's own submit writes
+    that secret with every submission; ngshare's exchange keeps none and needs none (its release_feedback
+    reads the timestamp and the page: ngshare_exchange/release_feedback.py), so the secret is copied where
+    the collected folder has one. Returns (pages placed, "student: reason" for each page left out: a
+    student whose collected folder under `<course>/submitted/` has no timestamp.txt). Pages already there
+    are replaced.
     """
     placed, left_out = 0, []
     for (student_id, notebook), page in sorted(pages.items()):
         collected = course / SUBMITTED / student_id / assignment_id
-        missing = [name for name in (TIMESTAMP_FILE, SECRET_FILE) if not (collected / name).is_file()]
-        if missing:
-            left_out.append(f"{student_id}: no {' or '.join(missing)} in {collected} (not collected by nbgrader collect)")
+        if not (collected / TIMESTAMP_FILE).is_file():
+            left_out.append(f"{student_id}: no {TIMESTAMP_FILE} in {collected} (not collected by nbgrader collect)")
             continue
         target = course / FEEDBACK / student_id / assignment_id
         target.mkdir(parents=True, exist_ok=True)
         for name in (TIMESTAMP_FILE, SECRET_FILE):
-            shutil.copyfile(collected / name, target / name)
+            if (collected / name).is_file():
+                shutil.copyfile(collected / name, target / name)
         shutil.copyfile(page, target / f"{notebook}.html")
         placed += 1
     return placed, left_out

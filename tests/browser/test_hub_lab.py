@@ -21,11 +21,9 @@ removes them.
 
 from __future__ import annotations
 
-import csv
 import os
 import pwd
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -37,9 +35,8 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from autograder.authoring.demo import type_in_solutions
 from tests.browser import lab_ui
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS
-from tests.browser.courses import LAYOUT, student_copy
-from tests.hub_server import BIN, Hub, as_user, hub_folder, reachable_python, remove_unix_users
-from tests.lti_platform import Platform
+from tests.browser.courses import LAYOUT
+from tests.hub_server import BIN, Hub, as_user, class_hub, course_directory, grade_collected
 
 pytestmark = [pytest.mark.hub, pytest.mark.browser,
               pytest.mark.skipif(os.geteuid() != 0, reason="the hub makes Unix users and runs servers as them: needs root")]
@@ -60,32 +57,13 @@ WRONG = '''def make_standardize(features):
 
 @pytest.fixture(scope="module")
 def hub():
-    remove_unix_users(USERS)
-    platform = Platform()
-    with reachable_python(), hub_folder() as folder:
-        running = Hub(folder, platform, COURSE, (INSTRUCTOR,))
-        platform.hub_url = running.url
-        running.platform = platform
-        try:
-            yield running
-        finally:
-            running.stop()
-            platform.close()
-            remove_unix_users(USERS)
+    with class_hub(COURSE, (INSTRUCTOR,), USERS) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
 def course(hub) -> Path:
-    """The formgrader's course directory (made by the hub), with 01's source and its ci-profile release,
-    as an instructor's checkout has them after `make release`."""
-    folder = hub.folder / "course"
-    shutil.copytree(LAYOUT.source / ASSIGNMENT, folder / "source" / ASSIGNMENT)
-    student_copy(folder, [ASSIGNMENT])
-    # the hub's course id (not the course's own, so that this module and tests/test_hub.py can run at once)
-    with (folder / "nbgrader_config.py").open("a", encoding="utf-8") as config:
-        config.write(f"\nc.CourseDirectory.course_id = {COURSE!r}\n")
-    subprocess.run(["chown", "-R", f"{GRADER}:{GRADER}", str(folder)], check=True)
-    return folder
+    return course_directory(hub, COURSE, ASSIGNMENT)
 
 
 @pytest.fixture(scope="module")
@@ -264,23 +242,11 @@ def test_a_class_releases_answers_validates_submits_is_graded_and_reads_feedback
     formgrader_button(hub, teacher, "collect", f"Successfully collected submissions of '{ASSIGNMENT}'")
     for student in (ANN, BEN):
         assert (course / "submitted" / student / ASSIGNMENT / "timestamp.txt").is_file()
-    out = hub.folder / "grading"
-    environment = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
-    graded = subprocess.run([str(BIN / "autograder"), "grade", ASSIGNMENT, "--submissions", str(course / "submitted"),
-                             "--out", str(out), "--workers", "2"], cwd=course, capture_output=True, text=True,
-                            timeout=600, env=environment)
-    assert graded.returncode == 0, graded.stderr[-3000:]
-    with (out / "grades.csv").open(newline="", encoding="utf-8") as handle:
-        rows = {row["student_id"]: row for row in csv.DictReader(handle)}
+    rows = grade_collected(hub, course, ASSIGNMENT)
     assert sorted(rows) == [ANN, BEN]
     assert (float(rows[ANN]["score"]), float(rows[BEN]["score"])) == (2.0, 0.0), rows
     for student in (ANN, BEN):
         assert rows[student]["submitted_at"].startswith(("20", "21")), rows[student]  # nbgrader's timestamp
-    placed = subprocess.run([str(BIN / "autograder"), "feedback", ASSIGNMENT, "--grades-dir", str(out),
-                             "--exchange", str(course)], cwd=course, capture_output=True, text=True, timeout=300,
-                            env=environment)
-    assert placed.returncode == 0 and "2 feedback pages" in placed.stdout, (placed.stdout, placed.stderr[-2000:])
-    subprocess.run(["chown", "-R", f"{GRADER}:{GRADER}", str(course / "feedback")], check=True)
     released = as_user(GRADER, [str(BIN / "nbgrader"), "release_feedback", ASSIGNMENT], course,
                        hub.state / "jupyter-config")
     assert released.returncode == 0, released.stderr[-3000:]
