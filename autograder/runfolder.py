@@ -21,7 +21,7 @@ A run folder holds:
 - `rows/`           finished rows kept for the next run (`rows/<notebook>/` with several notebooks)
 - `jobs/`           each submission's notebook as a worker reads it, what the worker left, and each
                     local worker's log
-- `course-<k>/`     the nbgrader course directory of local worker k (k = 0 is the template)
+- `course-<k>/`     the workspace (an nbgrader course directory) of local worker k (k = 0: the one the others copy)
 - `formgrade/`      the course directory of nbgrader's formgrader (`autograder formgrade`)
 
 `Status` is the vocabulary of grades.csv's status column.
@@ -161,7 +161,7 @@ class RunFolder:
         return self.jobs_dir / f"worker-{number}.log"
 
     def workspace(self, number: int) -> Path:
-        """The nbgrader course directory of local worker `number` (0: the template the others copy)."""
+        """The workspace (an nbgrader course directory) of local worker `number` (0: the one the others copy)."""
         return self.root / f"course-{number}"
 
     def workspaces(self) -> list[Path]:

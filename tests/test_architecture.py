@@ -210,6 +210,16 @@ def test_one_meaning_per_word():
     assert len(executing) > 5 and [name for name in executing if "student" in identifiers(trees[name])] + \
         [name for name in pages if "student" in own[name]] == [], \
         "a student is known by `safe_id`/`safe` (inside nbgrader's folders) and `student_id` (the real id)"
+    # the nbgrader course directory a job is graded in is a `workspace` (runfolder's `course-<k>/`)
+    other_words = {"spaces", "course_dir", "course_directory"}
+    assert {name: sorted(identifiers(tree) & other_words) for name, tree in trees.items()
+            if identifiers(tree) & other_words} == {}, "the nbgrader course directory a job runs in is a `workspace`"
+    assert [name for name, tree in trees.items() if "template" in identifiers(tree)] == ["autograder.pages"], \
+        "a `template` is a page's Jinja template; the workspace shipped to a cluster is `packed_workspace`"
+    # `timeout` is the notebook's wall clock (GradingSettings.timeout, `timeout_s`); a cell's is
+    # `cell_timeout`, the watchdog's deadline `wall_seconds`: no parameter of the grader is `timeout`
+    assert [f"{name}:{node.lineno}" for name, tree in trees.items() for node in ast.walk(tree)
+            if isinstance(node, ast.arg) and node.arg == "timeout"] == []
 
 
 def test_every_error_of_the_grader_has_one_base_class():

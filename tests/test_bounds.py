@@ -22,7 +22,7 @@ class Outcome:
         return getattr(self.watched, name)
 
 
-def run_bounded(command: list[str], *, timeout: float, memory_bytes: int, tasks: int = 10**6) -> Outcome:
+def run_bounded(command: list[str], *, wall_seconds: float, memory_bytes: int, tasks: int = 10**6) -> Outcome:
     """`command` in a new session under `bounds.watch`, as the grading worker watches its kernel."""
     start = time.monotonic()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
@@ -35,7 +35,7 @@ def run_bounded(command: list[str], *, timeout: float, memory_bytes: int, tasks:
             return False
         return True
 
-    watched = bounds.watch(psutil.Process(child.pid), finished, start=start, timeout=timeout,
+    watched = bounds.watch(psutil.Process(child.pid), finished, start=start, wall_seconds=wall_seconds,
                            memory_bytes=memory_bytes, tasks=tasks)
     return Outcome(child.wait(), time.monotonic() - start, watched)
 
@@ -48,7 +48,7 @@ SPAWN_SLEEPER = ("import subprocess, sys, time\n"
 
 def test_timeout_kills_the_whole_tree(tmp_path):
     pid_file = tmp_path / "pid"
-    outcome = run_bounded([sys.executable, "-c", SPAWN_SLEEPER, str(pid_file)], timeout=1.5, memory_bytes=2**34)
+    outcome = run_bounded([sys.executable, "-c", SPAWN_SLEEPER, str(pid_file)], wall_seconds=1.5, memory_bytes=2**34)
     assert outcome.timed_out and not outcome.memory_exceeded and outcome.seconds < 10
     grandchild = int(pid_file.read_text())
     assert gone(grandchild, within=10), f"the grandchild {grandchild} outlived the timeout's kill"
@@ -70,13 +70,13 @@ def gone(pid: int, within: float) -> bool:
 
 def test_memory_bound(tmp_path):
     hog = "import time\nblocks = []\nwhile True:\n    blocks.append(bytearray(50 * 2**20))\n    time.sleep(0.05)\n"
-    outcome = run_bounded([sys.executable, "-c", hog], timeout=60, memory_bytes=300 * 2**20)
+    outcome = run_bounded([sys.executable, "-c", hog], wall_seconds=60, memory_bytes=300 * 2**20)
     assert outcome.memory_exceeded and not outcome.timed_out
     assert outcome.peak_bytes > 300 * 2**20
 
 
 def test_a_quick_command_is_left_alone(tmp_path):
-    outcome = run_bounded([sys.executable, "-c", "import sys; sys.exit(3)"], timeout=30, memory_bytes=2**34)
+    outcome = run_bounded([sys.executable, "-c", "import sys; sys.exit(3)"], wall_seconds=30, memory_bytes=2**34)
     assert (outcome.returncode, outcome.timed_out, outcome.memory_exceeded) == (3, False, False)
 
 
@@ -88,7 +88,7 @@ def test_task_bound_counts_processes_and_threads(tmp_path):
                "[thread.start() for thread in threads]\n"
                "children = [subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']) for _ in range(8)]\n"
                "time.sleep(60)\n")
-    outcome = run_bounded([sys.executable, "-c", spawner], timeout=60, memory_bytes=2**34, tasks=12)
+    outcome = run_bounded([sys.executable, "-c", spawner], wall_seconds=60, memory_bytes=2**34, tasks=12)
     assert outcome.tasks_exceeded and not outcome.timed_out and not outcome.memory_exceeded
-    quiet = run_bounded([sys.executable, "-c", "import time; time.sleep(0.5)"], timeout=60, memory_bytes=2**34, tasks=12)
+    quiet = run_bounded([sys.executable, "-c", "import time; time.sleep(0.5)"], wall_seconds=60, memory_bytes=2**34, tasks=12)
     assert not quiet.tasks_exceeded and quiet.returncode == 0

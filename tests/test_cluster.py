@@ -168,7 +168,7 @@ def test_a_worker_killed_mid_run_loses_no_submission(course, local_run, tmp_path
 JOB_STARTED, JOB_MAY_END = threading.Event(), threading.Event()
 
 
-def job_that_waits(template: bytes, settings: GradingSettings, job) -> object:
+def job_that_waits(packed_workspace: bytes, settings: GradingSettings, job) -> object:
     """Stands for `executors.run_on_worker` on an in-process Dask worker: ends when the test says."""
     from autograder.execution import jobs
 
@@ -214,7 +214,7 @@ def test_the_dask_executor_sees_its_jobs_end_after_another_client_of_the_process
 LAST_JOB_STARTED = threading.Event()
 
 
-def job_that_waits_unless_ada(template: bytes, settings: GradingSettings, job) -> object:
+def job_that_waits_unless_ada(packed_workspace: bytes, settings: GradingSettings, job) -> object:
     """Stands for `executors.run_on_worker`: ada's job ends at once, any other waits for the test."""
     from autograder.execution import jobs
 
@@ -288,7 +288,7 @@ def full_marks_outcome() -> object:
     return jobs.Outcome(0.5, host="in-process", result=WorkerResult(score=6.0, max_score=6.0))
 
 
-def job_that_waits_for_all_but_ada(template: bytes, settings: GradingSettings, job) -> object:
+def job_that_waits_for_all_but_ada(packed_workspace: bytes, settings: GradingSettings, job) -> object:
     """Stands for `executors.run_on_worker`: ada's job ends at once with full marks, any other waits
     for the test."""
     if job.student_id != "ada":
@@ -300,7 +300,7 @@ def job_that_waits_for_all_but_ada(template: bytes, settings: GradingSettings, j
 RAN: list[str] = []
 
 
-def full_marks(template: bytes, settings: GradingSettings, job) -> object:
+def full_marks(packed_workspace: bytes, settings: GradingSettings, job) -> object:
     """Stands for `executors.run_on_worker`: the job ends at once with full marks; its student is in `RAN`."""
     RAN.append(job.student_id)
     return full_marks_outcome()

@@ -395,7 +395,7 @@ def test_a_row_the_grader_never_ran_is_not_cached_and_a_stopped_cluster_still_gi
 
     class StoppingExecutor:
         """ada graded, bo crashed, chen's task lost; then the cluster stops before dora's outcome."""
-        def run_all(self, batch, spaces):
+        def run_all(self, batch, workspaces):
             ada, bo, chen, _dora = batch
             yield ada, Outcome(1.0, result=WorkerResult(score=2.0, max_score=2.0, cells={"t": 2.0}))
             yield bo, Outcome(1.0, crash="Killed")

@@ -234,7 +234,7 @@ def course(tmp_path, monkeypatch):
     class FullMarks:
         workspaces = 1
 
-        def run_all(self, batch, spaces):
+        def run_all(self, batch, workspaces):
             for job in batch:
                 ran.append(job.student_id)
                 yield job, Outcome(0.5, host="here", feedback_html=f"<p>feedback of {job.student_id}</p>",

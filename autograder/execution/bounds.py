@@ -65,10 +65,10 @@ class Watched:
         return self.timed_out or self.memory_exceeded or self.tasks_exceeded
 
 
-def watch(root: psutil.Process, finished: Callable[[float], bool], *, start: float, timeout: float,
+def watch(root: psutil.Process, finished: Callable[[float], bool], *, start: float, wall_seconds: float,
           memory_bytes: int, tasks: int) -> Watched:
     """Poll `root`'s tree until `finished(seconds)` (which waits at most that long for the end of what
-    is watched) says it is done; past `timeout` seconds after `start` (time.monotonic()),
+    is watched) says it is done; past `wall_seconds` after `start` (time.monotonic()),
     `memory_bytes` of RSS or `tasks` processes and threads, kill the whole tree, `root` included.
     Either way, nothing `root` started outlives the watch: its remaining descendants are killed, and
     `root` itself is left alone when it finished (a long-lived worker between two jobs)."""
@@ -84,7 +84,7 @@ def watch(root: psutil.Process, finished: Callable[[float], bool], *, start: flo
             memory_exceeded = True
         elif count > tasks:
             tasks_exceeded = True
-        elif time.monotonic() - start > timeout:
+        elif time.monotonic() - start > wall_seconds:
             timed_out = True
         if timed_out or memory_exceeded or tasks_exceeded:
             kill_tree(_tree(root) or known)

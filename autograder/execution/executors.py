@@ -1,6 +1,6 @@
 """Where grading jobs run: on this machine (the default) or on a `dask.distributed` cluster.
 
-An executor is what `Executor` says (how many course directories it wants, `run_all`, `close`), made
+An executor is what `Executor` says (how many workspaces it wants, `run_all`, `close`), made
 by a factory `(settings, run folder) -> Executor` registered under the `autograder.executors` entry
 point (as papermill finds its engines): `local` and `dask` here (pyproject.toml), chosen by the
 `executor` setting (default: `dask` with a scheduler, else `local`). A Slurm or Kubernetes backend is
@@ -9,9 +9,9 @@ a module of its own with such a factory, registered by its package's entry point
 Both executors here take the same `jobs.Job`s and yield the same `jobs.Outcome`s, as each finishes:
 
 - `LocalExecutor`: one slot per local worker, each a long-lived worker process
-  (`jobs.WorkerProcess`, nbgrader imported once) with its own copy of the nbgrader course directory,
-  so no two jobs share a gradebook file; a thread per slot hands it one job after another;
-- `DaskExecutor`: every job is a Dask task. The course directory travels once to the cluster as a
+  (`jobs.WorkerProcess`, nbgrader imported once) with its own workspace (an nbgrader course
+  directory), so no two jobs share a gradebook file; a thread per slot hands it one job after another;
+- `DaskExecutor`: every job is a Dask task. The workspace travels once to the cluster as a
   tar archive, itself a task that every job depends on (so the scheduler can rebuild it when the
   workers that held it are gone); each task unpacks it into a fresh temporary folder on its worker
   and grades the job there with a worker process of its own, so a task is independent of every
@@ -45,8 +45,8 @@ from autograder.nbgrader_setup.workspace import Workspace
 from autograder.runfolder import RunFolder
 from autograder.settings import GradingSettings
 
-# what a task needs of the course directory: not the students' folders of an earlier run
-TEMPLATE_SKIPS = ("submitted", "autograded", "feedback")
+# what a task needs of the workspace: not the students' folders of an earlier run
+PACK_SKIPS = ("submitted", "autograded", "feedback")
 CONNECT_SECONDS = 30
 # a bound on a dead cluster, not on speed: how long a run waits, with jobs left, while the scheduler
 # has no worker that can take them (all lost, none joined) before it gives up with a ClusterError.
@@ -63,10 +63,10 @@ ENTRY_POINTS = "autograder.executors"
 class Executor(Protocol):
     """What grading asks of the place its jobs run."""
 
-    workspaces: int   # how many nbgrader course directories `run_all` takes (one per slot, or one to ship)
+    workspaces: int   # how many workspaces `run_all` takes (one per slot, or one to ship)
 
-    def run_all(self, batch: Iterable[jobs.Job], spaces: list[Workspace]) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
-        """Every job of `batch`, with the course directories `spaces`; each with its outcome as it finishes."""
+    def run_all(self, batch: Iterable[jobs.Job], workspaces: list[Workspace]) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
+        """Every job of `batch`, in the workspaces `workspaces`; each with its outcome as it finishes."""
         ...
 
     def close(self) -> None:
@@ -126,7 +126,7 @@ class WorkerlessWatch:
 
 class LocalExecutor:
     """`size` long-lived worker processes, started at once (they import nbgrader while the driver reads
-    the class); `run_all` pairs each with a course directory of its own. `job_dir(job)` is where a
+    the class); `run_all` pairs each with a workspace of its own. `job_dir(job)` is where a
     job's files go; worker k logs to `log_path(k)`."""
 
     def __init__(self, size: int, settings: GradingSettings, job_dir: Callable[[jobs.Job], Path],
@@ -137,10 +137,10 @@ class LocalExecutor:
         for worker in self.workers:
             worker.start()
 
-    def run_all(self, batch: Iterable[jobs.Job], spaces: list[Workspace]) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
-        """Every job of `batch`, each on a free worker and its course directory (one per worker)."""
+    def run_all(self, batch: Iterable[jobs.Job], workspaces: list[Workspace]) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
+        """Every job of `batch`, each on a free worker and its workspace (one per worker)."""
         free: queue.Queue[tuple[Workspace, jobs.WorkerProcess]] = queue.Queue()
-        for slot in zip(spaces, self.workers, strict=True):
+        for slot in zip(workspaces, self.workers, strict=True):
             free.put(slot)
 
         def run(job: jobs.Job) -> jobs.Outcome:
@@ -163,11 +163,11 @@ class LocalExecutor:
 
 
 def pack(workspace: Workspace) -> bytes:
-    """The nbgrader course directory as a tar archive, without students' folders."""
+    """The workspace as a tar archive, without students' folders."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         for child in sorted(workspace.root.iterdir()):
-            if child.name not in TEMPLATE_SKIPS:
+            if child.name not in PACK_SKIPS:
                 archive.add(child, arcname=child.name)
     return buffer.getvalue()
 
@@ -178,7 +178,7 @@ def not_run(why: str) -> jobs.Outcome:
     return jobs.Outcome(0.0, crash=f"the cluster could not run it: {why}"[:300], not_run=True)
 
 
-def _course_directory(packed: bytes) -> bytes:
+def _packed_workspace(packed: bytes) -> bytes:
     return packed
 
 
@@ -210,14 +210,14 @@ def _gpu_devices_of(worker) -> str | None:
     return gpu_devices(worker.address, get_client().scheduler_info()["workers"])
 
 
-def run_on_worker(template: bytes, settings: GradingSettings, job: jobs.Job) -> jobs.Outcome:
-    """The Dask task: unpack the course directory into a fresh folder and grade the job there."""
+def run_on_worker(packed_workspace: bytes, settings: GradingSettings, job: jobs.Job) -> jobs.Outcome:
+    """The Dask task: unpack the workspace into a fresh folder and grade the job there."""
     from distributed import get_worker
 
     dask_worker = get_worker()
     with tempfile.TemporaryDirectory(prefix="autograder-task-") as scratch:
         root = Path(scratch) / "course"
-        with tarfile.open(fileobj=io.BytesIO(template)) as archive:
+        with tarfile.open(fileobj=io.BytesIO(packed_workspace)) as archive:
             archive.extractall(root, filter="data")
         worker = jobs.WorkerProcess(settings, Path(scratch) / "worker.log", host=dask_worker.address,
                                     gpu_devices=_gpu_devices_of(dask_worker))
@@ -253,19 +253,19 @@ class DaskExecutor:
             raise ClusterError("the gpu profile needs a worker with the GPU resource; none of the cluster's "
                                "workers has one (start them with `dask worker ... --resources GPU=1`)")
         self.size = len(self.client.scheduler_info()["workers"])
-        self.workspaces = 1   # the course directory is shipped to every task
+        self.workspaces = 1   # the workspace is shipped to every task
 
     def workers_with(self, resource: str) -> list[str]:
         workers = self.client.scheduler_info()["workers"]
         return [address for address, info in workers.items() if info.get("resources", {}).get(resource)]
 
-    def run_all(self, batch: Iterable[jobs.Job], spaces: list[Workspace]) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
-        """Every job of `batch` as a task; the first of `spaces` is the course directory every task unpacks."""
+    def run_all(self, batch: Iterable[jobs.Job], workspaces: list[Workspace]) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
+        """Every job of `batch` as a task; the first of `workspaces` is the workspace every task unpacks."""
         run = uuid.uuid4().hex[:8]  # keys unique per run: two graders may share a cluster
         # a task, not scattered data: when the worker holding it dies, the scheduler recomputes it
         # from the graph (scattered data would be lost, and every job waiting on it cancelled)
-        template = self.client.submit(_course_directory, pack(spaces[0]), pure=False, key=f"course-template-{run}")
-        futures = {self.client.submit(run_on_worker, template, self.settings, job, pure=False,
+        workspace = self.client.submit(_packed_workspace, pack(workspaces[0]), pure=False, key=f"workspace-{run}")
+        futures = {self.client.submit(run_on_worker, workspace, self.settings, job, pure=False,
                                       key=f"grade-{job.assignment}-{job.safe_id}-{Path(job.notebook_name).stem}-{run}",
                                       resources=self.resources): job for job in batch}
         # Future.add_done_callback runs on the loop of the future's own client (this one): another

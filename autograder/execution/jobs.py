@@ -118,7 +118,7 @@ class WorkerProcess:
         return stdout.readline().decode("utf-8").strip()
 
     def run(self, job: Job, workspace_root: Path, job_dir: Path) -> Outcome:
-        """Grade `job` against the course directory at `workspace_root`, in `job_dir`.
+        """Grade `job` against the workspace at `workspace_root`, in `job_dir`.
 
         Returns the job's outcome: a student's notebook failing, a crash, a timeout or a limit passed
         is an outcome, never an exception. Writes `job_dir` (made anew: the notebook, job.json, what the
@@ -151,7 +151,7 @@ class WorkerProcess:
         except BrokenPipeError:  # it died between two jobs: its log says why, finished() sees it gone
             pass
         watched = bounds.watch(psutil.Process(process.pid), finished, start=start,
-                               timeout=self.settings.timeout + WALL_CLOCK_GRACE,
+                               wall_seconds=self.settings.timeout + WALL_CLOCK_GRACE,
                                memory_bytes=self.settings.memory_bytes, tasks=self.settings.task_limit)
         seconds = round(time.monotonic() - start, 2)
         if watched.killed:

@@ -124,11 +124,11 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
     executor = executors.open_executor(settings, run)   # local workers start (and import nbgrader) at once
     try:
         graded = read(assignment_id, source_dir, paths, run, submissions, settings)
-        spaces = _workspaces(graded, settings, executor.workspaces)
-        plan = _plan(graded, spaces, settings)
+        workspaces = _workspaces(graded, settings, executor.workspaces)
+        plan = _plan(graded, workspaces, settings)
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:   # flags, not grades: meanwhile
             similar = aside.submit(_similar, graded, plan.releases, settings)
-            rows, stopped = execute(graded, plan, executor, spaces, settings, progress)
+            rows, stopped = execute(graded, plan, executor, workspaces, settings, progress)
             similar_pairs = similar.result()
     finally:
         executor.close()
@@ -204,12 +204,12 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
     return graded
 
 
-def _plan(graded: _Class, spaces: list[Workspace], settings: GradingSettings) -> _Plan:
+def _plan(graded: _Class, workspaces: list[Workspace], settings: GradingSettings) -> _Plan:
     """For every submission either its row (unreadable, or unchanged since the last run) or a job with
-    its tamper findings. Returns the plan; reads the release notebooks in `spaces[0]`; writes nothing."""
+    its tamper findings. Returns the plan; reads the release notebooks in `workspaces[0]`; writes nothing."""
     plan = _Plan([], [], {}, {})
     for name, notebook in graded.notebooks.items():
-        release = plan.releases[name] = nbformat.read(spaces[0].release_dir() / name, as_version=4)
+        release = plan.releases[name] = nbformat.read(workspaces[0].release_dir() / name, as_version=4)
         for submission in notebook.students:
             if not submission.ok:
                 plan.rows.append(Row(submission.student_id, graded.assignment_id, notebook=name,
@@ -225,9 +225,9 @@ def _plan(graded: _Class, spaces: list[Workspace], settings: GradingSettings) ->
     return plan
 
 
-def execute(graded: _Class, plan: _Plan, executor, spaces: list[Workspace], settings: GradingSettings,
+def execute(graded: _Class, plan: _Plan, executor, workspaces: list[Workspace], settings: GradingSettings,
             progress: Callable[[str], None]) -> tuple[list[Row], executors.ClusterError | None]:
-    """Every job run on `executor` with the course directories `spaces`; each outcome a row (its
+    """Every job run on `executor` in the workspaces `workspaces`; each outcome a row (its
     feedback page written, its cache entry kept unless it never ran) as it arrives. When the cluster
     stops taking jobs (a `ClusterError`), every job without an outcome gets a row that says why it was
     not run, and the error comes back beside the rows for `grade_class` to raise once they are written.
@@ -259,7 +259,7 @@ def execute(graded: _Class, plan: _Plan, executor, spaces: list[Workspace], sett
         finish(row)
 
     try:
-        for job, outcome in executor.run_all(plan.batch, spaces):
+        for job, outcome in executor.run_all(plan.batch, workspaces):
             take(job, outcome)
     except executors.ClusterError as error:
         for job in list(left.values()):   # none when the executor gave each an outcome before raising
@@ -347,7 +347,7 @@ def _workspaces(graded: _Class, settings: GradingSettings, count: int) -> list[W
     others are copies. A shared gradebook (`db_url`) is generated into every time: it is not in the folder."""
     course_root = graded.source_dir.resolve().parent.parent
     wanted = graded.generated_from
-    spaces = []
+    workspaces = []
     for number in range(count):
         root = graded.run.workspace(number)
         stamp = root / STAMP
@@ -359,8 +359,8 @@ def _workspaces(graded: _Class, settings: GradingSettings, count: int) -> list[W
                 stamp.write_text(wanted, encoding="utf-8")
             else:
                 shutil.copytree(graded.run.workspace(0), root)
-        spaces.append(Workspace(root, graded.assignment_id, settings))
-    return spaces
+        workspaces.append(Workspace(root, graded.assignment_id, settings))
+    return workspaces
 
 
 def _row(submission: intake.Submission, graded: _Class, notebook: str, outcome: jobs.Outcome,
