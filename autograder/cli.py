@@ -45,17 +45,18 @@ def _grade(args) -> int:
     if args.assignment not in syllabus.ids():
         log.warning("no profile for %r in the syllabus: graded as submitted, without injected parameters",
                     args.assignment)
-    run = RunFolder(Path(args.out)) if args.out else BuildFolder(layout.build).grading(args.assignment)
+    run_folder = RunFolder(Path(args.out)) if args.out else BuildFolder(layout.build).grading(args.assignment)
     submissions = Path(args.submissions).resolve()
-    if run.root.resolve() == submissions or submissions in run.root.resolve().parents:
-        raise GradingError(f"--out {run.root} is inside the submissions folder, which grading never writes to")
+    if run_folder.root.resolve() == submissions or submissions in run_folder.root.resolve().parents:
+        raise GradingError(f"--out {run_folder.root} is inside the submissions folder, which grading never writes to")
     if settings.scheduler and settings.workers:
         raise GradingError("--workers sets the local workers; with --scheduler the cluster's workers run the notebooks")
-    result = grade_class(args.assignment, layout.source / args.assignment, submissions, run.root, settings=settings,
-                         progress=(lambda line: None) if args.quiet else print)
+    result = grade_class(args.assignment, layout.source / args.assignment, submissions, run_folder.root,
+                         settings=settings, progress=(lambda line: None) if args.quiet else print)
     print("\n".join(report.summary_lines(result)))
-    print(f"grades: {result.run.grades_csv} (out of: {result.run.max_points_csv})\nreport: {result.run.report_html}"
-          f"\nfeedback: {result.run.feedback_dir}")
+    folder = result.run_folder
+    print(f"grades: {folder.grades_csv} (out of: {folder.max_points_csv})\nreport: {folder.report_html}"
+          f"\nfeedback: {folder.feedback_dir}")
     return 0
 
 
@@ -123,13 +124,14 @@ def _feedback(args) -> int:
     from autograder.lms import feedback_zip
 
     layout = Layout.find()
-    run = _run_folder(layout, args.assignment, args.grades_dir)
+    run_folder = _run_folder(layout, args.assignment, args.grades_dir)
     if args.exchange:
-        return _feedback_for_exchange(run, args)
-    target = Path(args.out) if args.out else run.feedback_zip
-    students = feedback_zip.students(run.root)
+        return _feedback_for_exchange(run_folder, args)
+    target = Path(args.out) if args.out else run_folder.feedback_zip
+    students = feedback_zip.students(run_folder.root)
     term = lateness.class_term(_settings(layout, args), args.assignment, students)
-    released = feedback_zip.build(run.root, args.assignment, target, due=lateness.due_dates(term, args.assignment, students),
+    released = feedback_zip.build(run_folder.root, args.assignment, target,
+                                  due=lateness.due_dates(term, args.assignment, students),
                                   include_results=args.test_results, now=datetime.now(timezone.utc))
     print(f"{target}: {released.pages} feedback pages of {released.students} students")
     for line in released.without_page:
@@ -140,12 +142,12 @@ def _feedback(args) -> int:
     return 0
 
 
-def _feedback_for_exchange(run, args) -> int:
+def _feedback_for_exchange(run_folder, args) -> int:
     from autograder.lms import exchange
     from autograder.runfolder import read_grades, stem
 
-    pages = {(line.student_id, stem(line.notebook)): run.feedback_page(line.student_id, line.notebook)
-             for line in read_grades(run.grades_csv)}
+    pages = {(line.student_id, stem(line.notebook)): run_folder.feedback_page(line.student_id, line.notebook)
+             for line in read_grades(run_folder.grades_csv)}
     course = Path(args.exchange)
     placed, left_out = exchange.place_feedback({key: page for key, page in pages.items() if page.is_file()},
                                                course, args.assignment)
@@ -166,10 +168,11 @@ def _solutions(args) -> int:
     layout = Layout.find()
     source = _source_folder(layout, args.assignment)
     now = lateness.parse_time(args.now, "--now") if args.now else datetime.now(timezone.utc)
-    run = _run_folder(layout, args.assignment, args.grades_dir)
-    students = feedback_zip.students(run.root)
+    run_folder = _run_folder(layout, args.assignment, args.grades_dir)
+    students = feedback_zip.students(run_folder.root)
     term = lateness.class_term(_settings(layout, args), args.assignment, students)
-    released = solutions.build(run.root, args.assignment, source, due=lateness.due_dates(term, args.assignment, students),
+    released = solutions.build(run_folder.root, args.assignment, source,
+                               due=lateness.due_dates(term, args.assignment, students),
                                now=now, config=load_course_config(layout.root),
                                target=Path(args.out) if args.out else None)
     print(f"{released.files[-1]}: the solutions of {len(released.given)} of {released.students} students, "
@@ -192,11 +195,11 @@ def _formgrade(args) -> int:
     if settings.db_url and (problem := database_problem(settings.db_url)):
         raise GradingError(problem)
     source = layout.source / args.assignment
-    run = RunFolder.open(_run_folder(layout, args.assignment, args.grades_dir).root)
-    rows = stored_rows(run.rows_dir)
+    run_folder = RunFolder.open(_run_folder(layout, args.assignment, args.grades_dir).root)
+    rows = stored_rows(run_folder.rows_dir)
     if not rows:
-        raise GradingError(f"no graded rows in {run.rows_dir}: run `autograder grade {args.assignment}` first")
-    prepared = formgrade.prepare(run, args.assignment, source, rows, layout.root, settings)
+        raise GradingError(f"no graded rows in {run_folder.rows_dir}: run `autograder grade {args.assignment}` first")
+    prepared = formgrade.prepare(run_folder, args.assignment, source, rows, layout.root, settings)
     print(f"{prepared.root}: {len(prepared.students)} students, {prepared.written} written answers to grade"
           + (" (the shared gradebook)" if settings.db_url else ""))
     for line in prepared.missing:
@@ -324,7 +327,7 @@ def parser() -> argparse.ArgumentParser:
                             "download of all submissions (the zip or its unpacked folder)")
     grade.add_argument("--out", help="output folder (default build/grading/<assignment>)")
     add_settings(grade)
-    grade.set_defaults(run=_grade)
+    grade.set_defaults(handler=_grade)
 
     out = commands.add_parser("export", parents=[logs], help="grades.csv as the grade import file of Canvas or Moodle")
     out.add_argument("assignment", help="assignment id (its grades: build/grading/<assignment>/grades.csv)")
@@ -345,7 +348,7 @@ def parser() -> argparse.ArgumentParser:
                           "(default: Identifier,Grade, else found by their values and Moodle's column order)")
     out.add_argument("--grades", metavar="CSV", help="grades.csv to read (default build/grading/<assignment>/grades.csv)")
     out.add_argument("--out", metavar="CSV", help="file to write (default: <format>-import.csv beside grades.csv)")
-    out.set_defaults(run=_export)
+    out.set_defaults(handler=_export)
 
     fb = commands.add_parser("feedback", parents=[logs], help="the class's feedback pages as one zip for the LMS")
     fb.add_argument("assignment", help="assignment id (its run: build/grading/<assignment>/)")
@@ -359,7 +362,7 @@ def parser() -> argparse.ArgumentParser:
     fb.add_argument("--exchange", metavar="COURSE_DIR",
                     help="instead of a zip, put the pages where `nbgrader release_feedback <assignment>` takes them, "
                          "in the course directory whose submitted/ was graded (nbgrader's exchange on a hub)")
-    fb.set_defaults(run=_feedback)
+    fb.set_defaults(handler=_feedback)
 
     sol = commands.add_parser("solutions", parents=[logs],
                               help="the reference solutions, hidden tests removed, for the students past their due date")
@@ -370,7 +373,7 @@ def parser() -> argparse.ArgumentParser:
                                                   "(default: now)")
     sol.add_argument("--grades-dir", metavar="DIR", help="the run's folder (default build/grading/<assignment>)")
     sol.add_argument("--out", metavar="ZIP", help="zip to write (default <run folder>/solutions.zip)")
-    sol.set_defaults(run=_solutions)
+    sol.set_defaults(handler=_solutions)
 
     fg = commands.add_parser("formgrade", parents=[logs], help="grade written answers by hand in nbgrader's formgrader")
     fg.add_argument("assignment", help="assignment id (its run: build/grading/<assignment>/)")
@@ -383,25 +386,25 @@ def parser() -> argparse.ArgumentParser:
     fg.add_argument("--prepare-only", action="store_true",
                     help="prepare <run folder>/formgrade/ and say how to open it, without starting JupyterLab")
     fg.epilog = "Arguments after -- go to jupyter lab, e.g. autograder formgrade 04_xla -- --port 8890 --no-browser"
-    fg.set_defaults(run=_formgrade)
+    fg.set_defaults(handler=_formgrade)
 
     rel = commands.add_parser("release", parents=[logs], help="generate release/ from source/ with nbgrader")
     rel.add_argument("assignments", nargs="*", help="assignment ids (default: every one with a source)")
     rel.add_argument("--check", action="store_true", help="only report drift between release/ and source/")
-    rel.set_defaults(run=_release)
+    rel.set_defaults(handler=_release)
 
     demo = commands.add_parser("demo-class", parents=[logs], help="write a demo class: the solution and the blank release")
     demo.add_argument("assignment")
     demo.add_argument("--out", required=True)
-    demo.set_defaults(run=_demo_class)
+    demo.set_defaults(handler=_demo_class)
 
-    run = commands.add_parser("course-run", parents=[logs], help="execute, check the release, grade the demo class, report")
-    run.add_argument("--profile", default="ci", choices=syllabus.PROFILES)
-    run.set_defaults(run=_course_run)
+    course = commands.add_parser("course-run", parents=[logs], help="execute, check the release, grade the demo class, report")
+    course.add_argument("--profile", default="ci", choices=syllabus.PROFILES)
+    course.set_defaults(handler=_course_run)
 
     student = commands.add_parser("student-bundle", parents=[logs], help="zip what students get: release/, course/, install files, README")
     student.add_argument("--out", help="zip file to write (default build/student-bundle.zip)")
-    student.set_defaults(run=_student_bundle)
+    student.set_defaults(handler=_student_bundle)
     return top
 
 
@@ -421,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     args.settings = settings_given(args)
     _logging(args)
     try:
-        return args.run(args)
+        return args.handler(args)
     except ERRORS as error:
         print(f"autograder: {error}", file=sys.stderr)
         return 2

@@ -211,11 +211,19 @@ def test_one_meaning_per_word():
         [name for name in pages if "student" in own[name]] == [], \
         "a student is known by `safe_id`/`safe` (inside nbgrader's folders) and `student_id` (the real id)"
     # the nbgrader course directory a job is graded in is a `workspace` (runfolder's `course-<k>/`)
-    other_words = {"spaces", "course_dir", "course_directory"}
+    other_words = {"space", "spaces", "course_dir", "course_directory"}
     assert {name: sorted(identifiers(tree) & other_words) for name, tree in trees.items()
             if identifiers(tree) & other_words} == {}, "the nbgrader course directory a job runs in is a `workspace`"
     assert [name for name, tree in trees.items() if "template" in identifiers(tree)] == ["autograder.pages"], \
         "a `template` is a page's Jinja template; the workspace shipped to a cluster is `packed_workspace`"
+    # a `run` is one `autograder grade` of an assignment; what it writes is its `run_folder` (a RunFolder), a
+    # cluster's keys carry a `run_key`; a worker `grade`s a job: nothing the grader names is just `run`
+    named_run = [f"{name}:{node.lineno}" for name, tree in trees.items() for node in ast.walk(tree)
+                 if (isinstance(node, ast.Name) and node.id == "run") or (isinstance(node, ast.arg) and node.arg == "run")
+                 or (isinstance(node, ast.FunctionDef) and node.name == "run" and name != "autograder.authoring.course_run")]
+    assert named_run == [], named_run
+    # the class `read` found and every step after it takes is `the_class`; `graded` is what report counts
+    assert [name for name, tree in trees.items() if "graded" in identifiers(tree)] == ["autograder.grading.report"]
     # `timeout` is the notebook's wall clock (GradingSettings.timeout, `timeout_s`); a cell's is
     # `cell_timeout`, the watchdog's deadline `wall_seconds`: no parameter of the grader is `timeout`
     assert [f"{name}:{node.lineno}" for name, tree in trees.items() for node in ast.walk(tree)

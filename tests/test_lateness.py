@@ -173,8 +173,8 @@ def test_a_course_s_own_late_penalty_plugin_is_what_autograder_grade_charges(tmp
         (submissions / student).mkdir(parents=True)
         nbformat.write(notebooks.tiny_assignment(), submissions / student / "ps1.ipynb")
     settings = GradingSettings(term=str(tmp_path / "term.toml"), submitted_at=str(tmp_path / "times.csv"))
-    graded = pipeline.read("ps1", source, [source / "ps1.ipynb"], RunFolder(tmp_path / "out"), submissions, settings)
+    the_class = pipeline.read("ps1", source, [source / "ps1.ipynb"], RunFolder(tmp_path / "out"), submissions, settings)
     rows = [Row(student, "ps1", notebook="ps1.ipynb", score=4.0, max_score=4.0, status=Status.GRADED)
             for student in ("ann", "bob")]
-    settled = {row.student_id: (row.penalty, row.score) for row in pipeline.settle(graded, rows)}
+    settled = {row.student_id: (row.penalty, row.score) for row in pipeline.settle(the_class, rows)}
     assert settled == {"ann": (pytest.approx(0.08), pytest.approx(3.92)), "bob": (0.0, 4.0)}   # two started hours

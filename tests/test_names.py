@@ -43,11 +43,11 @@ def graded_rows(tmp_path: Path, **settings) -> dict[str, dict[str, str]]:
     (submissions / "smithjohn_LATE_23456_901_ps1.ipynb").write_bytes(data)
     run = RunFolder(tmp_path / "out")
     chosen = GradingSettings(**settings)
-    graded = pipeline.read("ps1", source, [source / NAME], run, submissions, chosen)
+    the_class = pipeline.read("ps1", source, [source / NAME], run, submissions, chosen)
     rows = [Row(student, "ps1", notebook=NAME, score=2.0, max_score=4.0, status=Status.GRADED)
             for student in ("12345", "23456")]
-    rows = pipeline.spread(graded, pipeline.settle(graded, rows))
-    pipeline.write(graded, rows, [], chosen)
+    rows = pipeline.spread(the_class, pipeline.settle(the_class, rows))
+    pipeline.write(the_class, rows, [], chosen)
     with run.grades_csv.open(newline="", encoding="utf-8") as handle:
         return {line["student_id"]: line for line in csv.DictReader(handle)}
 

@@ -151,14 +151,14 @@ class DemoGrading:
         return "\n".join([text, *(f"    ! {problem}" for problem in line.problems)])
 
     def _read(self, returncode: int) -> None:
-        line, run = self.line, self.build.demo_grading(self.line.assignment)
-        if returncode != 0 or not run.grades_csv.exists():
+        line, run_folder = self.line, self.build.demo_grading(self.line.assignment)
+        if returncode != 0 or not run_folder.grades_csv.exists():
             tail = self.log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or ["no output"]
             line.problems.append(f"`autograder grade` exited with {returncode}: {tail[0][:200]} "
                                  f"(see {_shown(self.layout, self.log)})")
             return
-        rows = {row.student_id: row for row in read_grades(run.grades_csv)}
-        maxima = read_max_points(run.max_points_csv)
+        rows = {row.student_id: row for row in read_grades(run_folder.grades_csv)}
+        maxima = read_max_points(run_folder.max_points_csv)
         solution, blank = rows["solution"], rows["blank"]
         # the solution's written answers (the model answers typed in) wait for a hand grade: their
         # cells stay empty and their points are not in the score

@@ -71,12 +71,12 @@ def solution_notebook(source: Path, config: Config | None = None) -> nbformat.No
     return notebook
 
 
-def strays(run: RunFolder) -> set[str]:
+def strays(run_folder: RunFolder) -> set[str]:
     """Row ids of an LMS download that name no student: files the LMS's naming rule gave no student
     (intake.csv: an LMS, no re-upload name)."""
-    if not run.intake_csv.exists():
+    if not run_folder.intake_csv.exists():
         return set()
-    return {line.student_id for line in read_intake(run.intake_csv) if line.lms and not line.reupload}
+    return {line.student_id for line in read_intake(run_folder.intake_csv) if line.lms and not line.reupload}
 
 
 def build(out: Path, assignment: str, source_dir: Path, *, due: dict[str, datetime] | None, now: datetime,
@@ -86,20 +86,20 @@ def build(out: Path, assignment: str, source_dir: Path, *, due: dict[str, dateti
     `target` (default `<out>/solutions.zip`). Both are rewritten on every call."""
     if due is None:
         raise SolutionsError(f"no due date for {assignment} in the term file: solutions are released only after it")
-    run = RunFolder.open(out)
-    lines = read_grades(run.grades_csv)
-    target = target or run.solutions_zip
+    run_folder = RunFolder.open(out)
+    lines = read_grades(run_folder.grades_csv)
+    target = target or run_folder.solutions_zip
     notebooks = {path.name: path for path in source_notebooks(assignment, source_dir)}
     unknown = sorted({line.notebook for line in lines} - set(notebooks))
     if unknown:
-        raise SolutionsError(f"{run.grades_csv} grades notebook(s) {', '.join(unknown)} that {source_dir} does not "
-                             "hold: is it this assignment's run?")
+        raise SolutionsError(f"{run_folder.grades_csv} grades notebook(s) {', '.join(unknown)} that {source_dir} "
+                             "does not hold: is it this assignment's run?")
     solutions = {name: nbformat.writes(solution_notebook(path, config)) for name, path in notebooks.items()}
-    reupload = feedback_zip.names(run)
-    not_students = strays(run)
+    reupload = feedback_zip.names(run_folder)
+    not_students = strays(run_folder)
     released = Released(students=len({line.student_id for line in lines}))
-    if run.solutions_dir.exists():
-        shutil.rmtree(run.solutions_dir)
+    if run_folder.solutions_dir.exists():
+        shutil.rmtree(run_folder.solutions_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for line in sorted(lines, key=lambda line: (line.student_id, line.notebook)):
@@ -114,7 +114,7 @@ def build(out: Path, assignment: str, source_dir: Path, *, due: dict[str, dateti
                 if withheld not in released.withheld:
                     released.withheld.append(withheld)
                 continue
-            path = run.solution(student, notebook)
+            path = run_folder.solution(student, notebook)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(solutions[notebook], encoding="utf-8")
             released.files.append(path)

@@ -78,7 +78,7 @@ class ExecutorError(AutograderError):
     """No executor of that name is registered."""
 
 
-def open_executor(settings: GradingSettings, run: RunFolder) -> Executor:
+def open_executor(settings: GradingSettings, run_folder: RunFolder) -> Executor:
     """The executor the settings name (`executor`; default `dask` with a scheduler, else `local`), made
     by the factory registered under that name in the `autograder.executors` entry points."""
     name = settings.executor or ("dask" if settings.scheduler else "local")
@@ -86,16 +86,16 @@ def open_executor(settings: GradingSettings, run: RunFolder) -> Executor:
     if name not in registered:
         raise ExecutorError(f"no executor {name!r}: the registered ones are {', '.join(sorted(registered)) or 'none'} "
                             f"(entry point group {ENTRY_POINTS})")
-    return registered[name].load()(settings, run)
+    return registered[name].load()(settings, run_folder)
 
 
-def local(settings: GradingSettings, run: RunFolder) -> "LocalExecutor":
+def local(settings: GradingSettings, run_folder: RunFolder) -> "LocalExecutor":
     """The `local` executor: a worker process per local worker, each job's files in the run folder."""
-    return LocalExecutor(settings.local_workers, settings, lambda job: run.job_dir(job.safe_id, job.notebook_name),
-                         run.worker_log)
+    return LocalExecutor(settings.local_workers, settings,
+                         lambda job: run_folder.job_dir(job.safe_id, job.notebook_name), run_folder.worker_log)
 
 
-def dask(settings: GradingSettings, run: RunFolder) -> "DaskExecutor":
+def dask(settings: GradingSettings, run_folder: RunFolder) -> "DaskExecutor":
     """The `dask` executor: the cluster whose scheduler the settings name."""
     if not settings.scheduler:
         raise ClusterError("the dask executor needs the scheduler's address: --scheduler tcp://head-node:8786")
@@ -143,15 +143,15 @@ class LocalExecutor:
         for slot in zip(workspaces, self.workers, strict=True):
             free.put(slot)
 
-        def run(job: jobs.Job) -> jobs.Outcome:
-            space, worker = free.get()
+        def grade_one(job: jobs.Job) -> jobs.Outcome:
+            workspace, worker = free.get()
             try:
-                return worker.run(job, space.root, self.job_dir(job))
+                return worker.grade(job, workspace.root, self.job_dir(job))
             finally:
-                free.put((space, worker))
+                free.put((workspace, worker))
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=self.size) as pool:
-            futures = {pool.submit(run, job): job for job in batch}
+            futures = {pool.submit(grade_one, job): job for job in batch}
             for future in concurrent.futures.as_completed(futures):
                 yield futures[future], future.result()
 
@@ -222,7 +222,7 @@ def run_on_worker(packed_workspace: bytes, settings: GradingSettings, job: jobs.
         worker = jobs.WorkerProcess(settings, Path(scratch) / "worker.log", host=dask_worker.address,
                                     gpu_devices=_gpu_devices_of(dask_worker))
         try:
-            return worker.run(job, root, Path(scratch) / "job")
+            return worker.grade(job, root, Path(scratch) / "job")
         finally:
             worker.close()
 
@@ -261,12 +261,12 @@ class DaskExecutor:
 
     def run_all(self, batch: Iterable[jobs.Job], workspaces: list[Workspace]) -> Iterator[tuple[jobs.Job, jobs.Outcome]]:
         """Every job of `batch` as a task; the first of `workspaces` is the workspace every task unpacks."""
-        run = uuid.uuid4().hex[:8]  # keys unique per run: two graders may share a cluster
+        run_key = uuid.uuid4().hex[:8]  # keys unique per run: two graders may share a cluster
         # a task, not scattered data: when the worker holding it dies, the scheduler recomputes it
         # from the graph (scattered data would be lost, and every job waiting on it cancelled)
-        workspace = self.client.submit(_packed_workspace, pack(workspaces[0]), pure=False, key=f"workspace-{run}")
+        workspace = self.client.submit(_packed_workspace, pack(workspaces[0]), pure=False, key=f"workspace-{run_key}")
         futures = {self.client.submit(run_on_worker, workspace, self.settings, job, pure=False,
-                                      key=f"grade-{job.assignment}-{job.safe_id}-{Path(job.notebook_name).stem}-{run}",
+                                      key=f"grade-{job.assignment}-{job.safe_id}-{Path(job.notebook_name).stem}-{run_key}",
                                       resources=self.resources): job for job in batch}
         # Future.add_done_callback runs on the loop of the future's own client (this one): another
         # client of the process, made later and closed while the jobs run (a test's own), cannot take

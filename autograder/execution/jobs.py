@@ -2,17 +2,17 @@
 on a cluster worker.
 
     worker = WorkerProcess(settings, log_path)
-    outcome = worker.run(job, workspace_root, job_dir)     # as many jobs as there are, one at a time
+    outcome = worker.grade(job, workspace_root, job_dir)     # as many jobs as there are, one at a time
     worker.close()
 
-`WorkerProcess.run` writes the student's notebook and `job.json` (a `protocol.WorkerJob`) into
+`WorkerProcess.grade` writes the student's notebook and `job.json` (a `protocol.WorkerJob`) into
 `job_dir` and hands the job to its worker (`python -m autograder.execution.worker`, nbgrader's
 autograde and feedback), which it starts on the first job in a new session, with nbgrader imported
 once for all the jobs that follow. While the job runs, `autograder.execution.bounds` watches the worker
 and everything it started (the student's sandboxed kernel): past the wall clock, the memory or the task
 bound the whole tree is killed, and the next job gets a fresh worker; after a job, whatever the job
 left running is killed and the worker waits for the next one. The worker never runs a student's code
-itself; every kernel has a sandbox of its own (`autograder.execution.provisioner`). `run` returns what
+itself; every kernel has a sandbox of its own (`autograder.execution.provisioner`). `grade` returns what
 happened as plain data (an `Outcome`, which pickles and travels back from a Dask worker) and never
 raises for anything the student's notebook does.
 """
@@ -117,7 +117,7 @@ class WorkerProcess:
             return None if process.poll() is None else ""
         return stdout.readline().decode("utf-8").strip()
 
-    def run(self, job: Job, workspace_root: Path, job_dir: Path) -> Outcome:
+    def grade(self, job: Job, workspace_root: Path, job_dir: Path) -> Outcome:
         """Grade `job` against the workspace at `workspace_root`, in `job_dir`.
 
         Returns the job's outcome: a student's notebook failing, a crash, a timeout or a limit passed

@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 Grades = dict[str, tuple[float | None, str | None]]   # grade id -> (manual score, manual comment)
 
 
-def show_hand_grades(run: RunFolder, row: Row, by_hand: list[Override], grade_ids: dict[str, str],
+def show_hand_grades(run_folder: RunFolder, row: Row, by_hand: list[Override], grade_ids: dict[str, str],
                      settings: GradingSettings) -> None:
     """`row`'s feedback page made again with its hand grades among `by_hand` (the last for a cell
     wins, as `overrides.apply` applies them); `grade_ids` maps its notebook's columns to grade ids.
@@ -49,8 +49,8 @@ def show_hand_grades(run: RunFolder, row: Row, by_hand: list[Override], grade_id
     if not given:
         return
     safe, notebook = safe_id(row.student_id), Path(row.notebook)
-    holder, kept = _where_made(run, row, safe, settings)
-    where = f"the feedback page of {row.student_id}" + (f" on {row.notebook}" if run.several else "")
+    holder, kept = _where_made(run_folder, row, safe, settings)
+    where = f"the feedback page of {row.student_id}" + (f" on {row.notebook}" if run_folder.several else "")
     if holder is None:
         log.debug("%s keeps the words it was made with: %s", where, kept)
         return
@@ -69,7 +69,7 @@ def show_hand_grades(run: RunFolder, row: Row, by_hand: list[Override], grade_id
                     explain(errors, failure))
 
 
-def _where_made(run: RunFolder, row: Row, safe: str,
+def _where_made(run_folder: RunFolder, row: Row, safe: str,
                 settings: GradingSettings) -> tuple[Workspace | None, str]:
     """The workspace to make `row`'s page again in, or None and why the page stays as it is."""
     if row.feedback is None or not row.feedback.exists():
@@ -78,7 +78,7 @@ def _where_made(run: RunFolder, row: Row, safe: str,
         return None, "the run used a shared gradebook, which is not written from here"
     if settings.scheduler:
         return None, "it was graded on a cluster, whose workers keep the autograded notebooks"
-    holder = autograded(run, safe, row.assignment, Path(row.notebook).name, settings)
+    holder = autograded(run_folder, safe, row.assignment, Path(row.notebook).name, settings)
     return holder, "" if holder else "no local workspace holds its autograded notebook"
 
 

@@ -46,13 +46,14 @@ class Prepared:
     missing: list[str] = field(default_factory=list)    # rows without an autograded notebook here
 
 
-def autograded(run: RunFolder, safe: str, assignment_id: str, notebook: str,
+def autograded(run_folder: RunFolder, safe: str, assignment_id: str, notebook: str,
                settings: GradingSettings | None = None) -> Workspace | None:
     """The run's local workspace that holds the newest autograded copy of `notebook` of the student
     whose id inside nbgrader's folders is `safe` (`cache.safe_id`); None when none does (a cluster's copies stay on its workers)."""
-    found = [Workspace(root.resolve(), assignment_id, settings or GradingSettings()) for root in run.workspaces()]
-    found = [space for space in found if (space.autograded_dir(safe) / notebook).exists()]
-    return max(found, key=lambda space: (space.autograded_dir(safe) / notebook).stat().st_mtime, default=None)
+    found = [Workspace(root.resolve(), assignment_id, settings or GradingSettings())
+             for root in run_folder.workspaces()]
+    found = [workspace for workspace in found if (workspace.autograded_dir(safe) / notebook).exists()]
+    return max(found, key=lambda workspace: (workspace.autograded_dir(safe) / notebook).stat().st_mtime, default=None)
 
 
 def _gradebook_setting(root: Path, course_root: Path, db_url: str | None) -> None:
@@ -69,12 +70,12 @@ def _gradebook_setting(root: Path, course_root: Path, db_url: str | None) -> Non
         (root / CONFIG_FILE).unlink(missing_ok=True)
 
 
-def prepare(run: RunFolder, assignment_id: str, source_dir: Path, rows: list[Row], course_root: Path,
+def prepare(run_folder: RunFolder, assignment_id: str, source_dir: Path, rows: list[Row], course_root: Path,
             settings: GradingSettings | None = None) -> Prepared:
     """`rows` as grading left them before any hand grade (the run's rows/ cache). A shared gradebook
     (`settings.db_url`) gets the assignment generated into it every time, as a grading run does."""
     settings = settings or GradingSettings()
-    root = run.formgrade_dir
+    root = run_folder.formgrade_dir
     workspace = Workspace(root, assignment_id, settings)
     if settings.db_url or not (root / "gradebook.db").exists():
         workspace.create(source_dir, course_root)
@@ -86,7 +87,7 @@ def prepare(run: RunFolder, assignment_id: str, source_dir: Path, rows: list[Row
                 continue
             safe = safe_id(row.student_id)
             notebook = Path(row.notebook)
-            holder = autograded(run, safe, assignment_id, notebook.name)
+            holder = autograded(run_folder, safe, assignment_id, notebook.name)
             if holder is None:
                 prepared.missing.append(f"{row.student_id} {row.notebook}")
                 continue
@@ -103,7 +104,7 @@ def prepare(run: RunFolder, assignment_id: str, source_dir: Path, rows: list[Row
             for grade in submitted.grades:
                 if grade.manual_score is not None:
                     continue
-                column = run.column(notebook.name, grade.name)
+                column = run_folder.column(notebook.name, grade.name)
                 grade.needs_manual_grade = column in row.answers_to_grade
                 grade.auto_score = None if grade.needs_manual_grade else row.cells.get(column, 0.0)
                 prepared.written += grade.needs_manual_grade
@@ -113,12 +114,12 @@ def prepare(run: RunFolder, assignment_id: str, source_dir: Path, rows: list[Row
     return prepared
 
 
-def hand_grades(run: RunFolder, assignment_id: str, settings: GradingSettings | None = None) -> list[Override]:
+def hand_grades(run_folder: RunFolder, assignment_id: str, settings: GradingSettings | None = None) -> list[Override]:
     """Every grade given in the formgrader of `run` (with `settings.db_url`: in the shared gradebook,
     the whole class's), as an override of its grades.csv cell."""
     settings = settings or GradingSettings()
-    workspace = Workspace(run.formgrade_dir, assignment_id, settings)
-    if not (has_tables(settings.db_url) if settings.db_url else (run.formgrade_dir / "gradebook.db").exists()):
+    workspace = Workspace(run_folder.formgrade_dir, assignment_id, settings)
+    if not (has_tables(settings.db_url) if settings.db_url else (run_folder.formgrade_dir / "gradebook.db").exists()):
         return []   # nothing graded by hand yet (and no gradebook made here: that is the grading run's)
     found = []
     # the shared side of the gradebook's lock: opening nbgrader's Gradebook records the course when it
@@ -136,7 +137,7 @@ def hand_grades(run: RunFolder, assignment_id: str, settings: GradingSettings | 
                 for grade in notebook.grades:
                     if grade.manual_score is None:
                         continue
-                    column = run.column(notebook.name, grade.name)
+                    column = run_folder.column(notebook.name, grade.name)
                     found.append(Override(student_id, column, float(grade.manual_score),
                                           (comments.get(grade.name) or "").strip(), GRADER))
     return found

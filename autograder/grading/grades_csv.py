@@ -14,7 +14,7 @@ from autograder.runfolder import GRADES_COLUMNS, MAX_POINTS_COLUMNS, MaxPointsLi
 
 
 def write_csv(result: ClassResult, path: Path | None = None) -> Path:
-    path = path or result.run.grades_csv
+    path = path or result.run_folder.grades_csv
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -26,7 +26,7 @@ def write_csv(result: ClassResult, path: Path | None = None) -> Path:
 
 def write_max_points(result: ClassResult, path: Path | None = None) -> Path:
     """`column,max_points`: every notebook's `score` column, then every cell column, in grades.csv's order."""
-    path = path or result.run.max_points_csv
+    path = path or result.run_folder.max_points_csv
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)

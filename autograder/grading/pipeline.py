@@ -78,7 +78,7 @@ class _Class:
     """What `read` found: the class to grade and everything that decides its rows but the run itself."""
     assignment_id: str
     source_dir: Path
-    run: RunFolder
+    run_folder: RunFolder
     notebooks: dict[str, _Notebook]
     term: lateness.Term
     by_hand: list[overrides.Override]
@@ -90,12 +90,12 @@ class _Class:
     @property
     def columns(self) -> dict[str, float]:
         """grades.csv's cell columns and their points, in notebook order."""
-        return {self.run.column(name, cell): points for name, notebook in self.notebooks.items()
+        return {self.run_folder.column(name, cell): points for name, notebook in self.notebooks.items()
                 for cell, points in notebook.points.items()}
 
     def columns_of(self, name: str) -> dict[str, str]:
         """The cell columns of notebook `name` and their grade ids."""
-        return {self.run.column(name, cell): cell for cell in self.notebooks[name].points}
+        return {self.run_folder.column(name, cell): cell for cell in self.notebooks[name].points}
 
 
 @dataclass
@@ -120,22 +120,22 @@ def grade_class(assignment_id: str, source_dir: Path, submissions: Path, out: Pa
     settings = settings or GradingSettings()
     sandbox_mode = _check(settings)
     paths = source_notebooks(assignment_id, source_dir)
-    run = RunFolder(out, several=len(paths) > 1)
-    executor = executors.open_executor(settings, run)   # local workers start (and import nbgrader) at once
+    run_folder = RunFolder(out, several=len(paths) > 1)
+    executor = executors.open_executor(settings, run_folder)   # local workers start (and import nbgrader) at once
     try:
-        graded = read(assignment_id, source_dir, paths, run, submissions, settings)
-        workspaces = _workspaces(graded, settings, executor.workspaces)
-        plan = _plan(graded, workspaces, settings)
+        the_class = read(assignment_id, source_dir, paths, run_folder, submissions, settings)
+        workspaces = _workspaces(the_class, settings, executor.workspaces)
+        plan = _plan(the_class, workspaces, settings)
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as aside:   # flags, not grades: meanwhile
-            similar = aside.submit(_similar, graded, plan.releases, settings)
-            rows, stopped = execute(graded, plan, executor, workspaces, settings, progress)
+            similar = aside.submit(_similar, the_class, plan.releases, settings)
+            rows, stopped = execute(the_class, plan, executor, workspaces, settings, progress)
             similar_pairs = similar.result()
     finally:
         executor.close()
-    rows = settle(graded, rows)
-    show_hand_grades(graded, rows, settings)
-    rows = spread(graded, rows)
-    result = write(graded, rows, similar_pairs, settings, sandbox_mode)
+    rows = settle(the_class, rows)
+    show_hand_grades(the_class, rows, settings)
+    rows = spread(the_class, rows)
+    result = write(the_class, rows, similar_pairs, settings, sandbox_mode)
     if stopped is not None:
         raise stopped   # grades.csv holds the rows done and the reason of each not run
     return result
@@ -153,19 +153,19 @@ def _check(settings: GradingSettings) -> str:
     return sandbox.mode(settings.sandbox)
 
 
-def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder, submissions: Path,
+def read(assignment_id: str, source_dir: Path, paths: list[Path], run_folder: RunFolder, submissions: Path,
          settings: GradingSettings) -> _Class:
     """The assignment's notebooks (`paths`) with their students, their names, their groups, the term and
     the points set by hand; intake.csv. A group's member may stand for the group's submission in the
     term's files and the overrides: the group's row, and so every member's, gets the line. Writes
     intake.csv only; raises the readers' errors (`AutograderError`s naming the file and line)."""
-    run.root.mkdir(parents=True, exist_ok=True)
+    run_folder.root.mkdir(parents=True, exist_ok=True)
     # one hash of what the workspace is generated from, for the workspace and for the rows kept
     generated_from = source_hash(source_dir, source_dir.resolve().parent.parent, settings)
     key = settings.key()
     notebooks = {path.name: _Notebook(path, cell_points(nbformat.read(path, as_version=4)),
                                       intake.read_class(submissions, path.name, assignment_id, settings.timestamp_zone),
-                                      Cache(run.rows_of(path.name), generated_from, key))
+                                      Cache(run_folder.rows_of(path.name), generated_from, key))
                  for path in paths}
     class_list = roster.names(Path(settings.roster)) if settings.roster else None
     placed = groups.read(Path(settings.groups), class_list, settings.roster).check(
@@ -174,7 +174,7 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
     if not settings.groups:   # Moodle's default group folder: only a group roster says whose it is
         for notebook in notebooks.values():
             notebook.students = intake.without_group_roster(notebook.students)
-    intake.write_csv(run.intake_csv, {name: notebook.students for name, notebook in notebooks.items()}, placed)
+    intake.write_csv(run_folder.intake_csv, {name: notebook.students for name, notebook in notebooks.items()}, placed)
     students = {submission.student_id for notebook in notebooks.values() for submission in notebook.students}
     submission_of = {member: student for student, group in placed.items() for member in group.members}
     term = lateness.class_term(settings, assignment_id, students | set(submission_of), submission_of)
@@ -191,28 +191,29 @@ def read(assignment_id: str, source_dir: Path, paths: list[Path], run: RunFolder
         names |= group.names
     if class_list is not None:   # the instructor's class list wins over the names an LMS download carries
         names |= class_list
-    graded = _Class(assignment_id, source_dir, run, notebooks, term, [], placed, names, generated_from,
+    the_class = _Class(assignment_id, source_dir, run_folder, notebooks, term, [], placed, names, generated_from,
                     lateness.penalty_plugin(course_config.grading_config(source_dir.resolve().parent.parent, settings)))
-    by_file = overrides.read(Path(settings.overrides), graded.columns, students | set(submission_of)) \
+    by_file = overrides.read(Path(settings.overrides), the_class.columns, students | set(submission_of)) \
         if settings.overrides else []
-    graded.by_hand = (formgrade.hand_grades(run, assignment_id, settings)   # the formgrader's first, the file's last
-                      + [replace(line, student_id=submission_of.get(line.student_id, line.student_id))
-                         for line in by_file])
+    # the formgrader's first, the file's last
+    the_class.by_hand = (formgrade.hand_grades(run_folder, assignment_id, settings)
+                         + [replace(line, student_id=submission_of.get(line.student_id, line.student_id))
+                            for line in by_file])
     if placed:
         log.info("groups: %d group submissions graded once each for their %d members", len(set(placed)),
                  len(submission_of))
-    return graded
+    return the_class
 
 
-def _plan(graded: _Class, workspaces: list[Workspace], settings: GradingSettings) -> _Plan:
+def _plan(the_class: _Class, workspaces: list[Workspace], settings: GradingSettings) -> _Plan:
     """For every submission either its row (unreadable, or unchanged since the last run) or a job with
     its tamper findings. Returns the plan; reads the release notebooks in `workspaces[0]`; writes nothing."""
     plan = _Plan([], [], {}, {})
-    for name, notebook in graded.notebooks.items():
+    for name, notebook in the_class.notebooks.items():
         release = plan.releases[name] = nbformat.read(workspaces[0].release_dir() / name, as_version=4)
         for submission in notebook.students:
             if not submission.ok:
-                plan.rows.append(Row(submission.student_id, graded.assignment_id, notebook=name,
+                plan.rows.append(Row(submission.student_id, the_class.assignment_id, notebook=name,
                                      max_score=notebook.max_score, status=Status.INVALID, reason=submission.problem))
             elif not settings.force and (row := notebook.cache.get(submission)) is not None:
                 plan.rows.append(row)
@@ -220,12 +221,12 @@ def _plan(graded: _Class, workspaces: list[Workspace], settings: GradingSettings
                 assert submission.notebook_bytes is not None, "an ok submission holds its notebook (_validated)"
                 inside = safe_id(submission.student_id)
                 plan.in_flight[inside, name] = (submission, tamper.scan(intake.as_notebook(submission), release))
-                plan.batch.append(jobs.Job(inside, submission.student_id, graded.assignment_id, name,
+                plan.batch.append(jobs.Job(inside, submission.student_id, the_class.assignment_id, name,
                                            submission.notebook_bytes))
     return plan
 
 
-def execute(graded: _Class, plan: _Plan, executor, workspaces: list[Workspace], settings: GradingSettings,
+def execute(the_class: _Class, plan: _Plan, executor, workspaces: list[Workspace], settings: GradingSettings,
             progress: Callable[[str], None]) -> tuple[list[Row], executors.ClusterError | None]:
     """Every job run on `executor` in the workspaces `workspaces`; each outcome a row (its
     feedback page written, its cache entry kept unless it never ran) as it arrives. When the cluster
@@ -238,24 +239,24 @@ def execute(graded: _Class, plan: _Plan, executor, workspaces: list[Workspace], 
     total = len(plan.rows) + len(plan.batch)
 
     def finish(row: Row) -> None:
-        row.max_score = row.max_score or graded.notebooks[row.notebook].max_score
+        row.max_score = row.max_score or the_class.notebooks[row.notebook].max_score
         rows.append(row)
-        progress(f"[{len(rows)}/{total}] {_progress(row, graded.run.several, bool(settings.scheduler))}")
+        progress(f"[{len(rows)}/{total}] {_progress(row, the_class.run_folder.several, bool(settings.scheduler))}")
 
     for row in plan.rows:
         finish(row)
-    graded.run.feedback_dir.mkdir(exist_ok=True)
+    the_class.run_folder.feedback_dir.mkdir(exist_ok=True)
     left = {(job.safe_id, job.notebook_name): job for job in plan.batch}
 
     def take(job: jobs.Job, outcome: jobs.Outcome) -> None:
         del left[job.safe_id, job.notebook_name]
         submission, findings = plan.in_flight[job.safe_id, job.notebook_name]
-        row = _row(submission, graded, job.notebook_name, outcome, findings, settings)
+        row = _row(submission, the_class, job.notebook_name, outcome, findings, settings)
         if outcome.feedback_html is not None:
-            row.feedback = graded.run.feedback_page(submission.student_id, job.notebook_name)
+            row.feedback = the_class.run_folder.feedback_page(submission.student_id, job.notebook_name)
             row.feedback.parent.mkdir(parents=True, exist_ok=True)
             row.feedback.write_text(outcome.feedback_html, encoding="utf-8")
-        graded.notebooks[job.notebook_name].cache.put(submission, row)   # not when it never ran
+        the_class.notebooks[job.notebook_name].cache.put(submission, row)   # not when it never ran
         finish(row)
 
     try:
@@ -268,64 +269,65 @@ def execute(graded: _Class, plan: _Plan, executor, workspaces: list[Workspace], 
     return rows, None
 
 
-def settle(graded: _Class, rows: list[Row]) -> list[Row]:
+def settle(the_class: _Class, rows: list[Row]) -> list[Row]:
     """After the cache took the rows: the points set by hand, the status they settle and the late
     penalty (a new override, due date or policy needs no re-grade).
 
     Returns the rows it is given, changed (points, status, lateness); writes no file; raises nothing of
     its own (a course's own late-penalty plugin's error passes through)."""
     for row in rows:
-        overrides.apply(row, graded.by_hand, set(graded.columns_of(row.notebook)))
+        overrides.apply(row, the_class.by_hand, set(the_class.columns_of(row.notebook)))
         row.status, row.reason = after_hand_grades(row.status, row.reason, row.answers_to_grade)
         row.raw_score = row.score
-        lateness.apply(row, graded.term, graded.penalty_plugin)
+        lateness.apply(row, the_class.term, the_class.penalty_plugin)
     return rows
 
 
-def show_hand_grades(graded: _Class, rows: list[Row], settings: GradingSettings) -> None:
+def show_hand_grades(the_class: _Class, rows: list[Row], settings: GradingSettings) -> None:
     """The feedback page of every row with hand grades made again with them (`feedback_pages`).
 
     Writes those pages; raises nothing (a page that cannot be made again stays as it was, with a warning)."""
     for row in rows:
-        feedback_pages.show_hand_grades(graded.run, row, graded.by_hand, graded.columns_of(row.notebook), settings)
+        feedback_pages.show_hand_grades(the_class.run_folder, row, the_class.by_hand, the_class.columns_of(row.notebook),
+                                        settings)
 
 
-def spread(graded: _Class, rows: list[Row]) -> list[Row]:
+def spread(the_class: _Class, rows: list[Row]) -> list[Row]:
     """The rows of the class: a group's row once per member, with the group's feedback page copied to
     the member's (a new roster needs no re-grade), each row named.
 
     Returns the class's rows; writes the members' copies of the pages; raises nothing of its own."""
-    rows = groups.spread(rows, lambda row: graded.groups.get(row.student_id),
-                         lambda row, group, member: _member_row(graded.run, row, group, member))
+    rows = groups.spread(rows, lambda row: the_class.groups.get(row.student_id),
+                         lambda row, group, member: _member_row(the_class.run_folder, row, group, member))
     for row in rows:
-        row.name = graded.names.get(row.student_id, "")
+        row.name = the_class.names.get(row.student_id, "")
     return rows
 
 
-def _member_row(run: RunFolder, row: Row, group: groups.Group, member: str) -> Row:
+def _member_row(run_folder: RunFolder, row: Row, group: groups.Group, member: str) -> Row:
     """A group's row as one member's (`groups.as_member`), with a copy of the group's feedback page as theirs."""
     feedback = row.feedback
     if row.feedback is not None and row.feedback.exists():
-        feedback = run.feedback_page(member, row.notebook)
+        feedback = run_folder.feedback_page(member, row.notebook)
         if feedback != row.feedback:
             feedback.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(row.feedback, feedback)
     return replace(groups.as_member(row, group, member), feedback=feedback)
 
 
-def write(graded: _Class, rows: list[Row], similar: list[similarity.Comparison], settings: GradingSettings,
+def write(the_class: _Class, rows: list[Row], similar: list[similarity.Comparison], settings: GradingSettings,
           sandbox_mode: str = "") -> ClassResult:
     """The class's result, with grades.csv, max_points.csv, similarity.csv, report.html and the run's
     manifest (run.json) written; `sandbox_mode` is the sandbox the kernels got (`_check`)."""
-    similarity.write_csv(graded.run.similarity_csv, similar)
-    result = ClassResult(graded.assignment_id, sorted(rows, key=lambda row: (row.student_id, row.notebook)),
-                         list(graded.columns), sum(notebook.max_score for notebook in graded.notebooks.values()),
-                         graded.run.root, notebooks={name: notebook.max_score
-                                                     for name, notebook in graded.notebooks.items()},
-                         cell_points=graded.columns, similarity=similar, sandbox=sandbox_mode)
-    graded.run.manifest.write_text(json.dumps({
-        "assignment": graded.assignment_id, "notebooks": result.notebooks, "sandbox": sandbox_mode,
-        "settings": settings.key(), "generated_from": graded.generated_from, "autograder": __version__,
+    similarity.write_csv(the_class.run_folder.similarity_csv, similar)
+    result = ClassResult(the_class.assignment_id, sorted(rows, key=lambda row: (row.student_id, row.notebook)),
+                         list(the_class.columns), sum(notebook.max_score for notebook in the_class.notebooks.values()),
+                         the_class.run_folder.root, notebooks={name: notebook.max_score
+                                                     for name, notebook in the_class.notebooks.items()},
+                         cell_points=the_class.columns, similarity=similar, sandbox=sandbox_mode)
+    the_class.run_folder.manifest.write_text(json.dumps({
+        "assignment": the_class.assignment_id, "notebooks": result.notebooks, "sandbox": sandbox_mode,
+        "settings": settings.key(), "generated_from": the_class.generated_from, "autograder": __version__,
     }, indent=2) + "\n", encoding="utf-8")
     grades_csv.write_csv(result)
     grades_csv.write_max_points(result)
@@ -341,40 +343,41 @@ def _progress(row: Row, several: bool, cluster: bool) -> str:
             + (f" - {row.reason}" if row.reason else ""))
 
 
-def _workspaces(graded: _Class, settings: GradingSettings, count: int) -> list[Workspace]:
+def _workspaces(the_class: _Class, settings: GradingSettings, count: int) -> list[Workspace]:
     """One nbgrader course directory per worker. nbgrader generates the first from the source and the
     course's files, and only when they changed since the last run (a stamp holds their hash); the
     others are copies. A shared gradebook (`db_url`) is generated into every time: it is not in the folder."""
-    course_root = graded.source_dir.resolve().parent.parent
-    wanted = graded.generated_from
+    course_root = the_class.source_dir.resolve().parent.parent
+    wanted = the_class.generated_from
     workspaces = []
     for number in range(count):
-        root = graded.run.workspace(number)
+        root = the_class.run_folder.workspace(number)
         stamp = root / STAMP
         if settings.db_url or not stamp.exists() or stamp.read_text(encoding="utf-8") != wanted:
             if root.exists():
                 shutil.rmtree(root)
             if number == 0:
-                Workspace(root, graded.assignment_id, settings).create(graded.source_dir, course_root)
+                Workspace(root, the_class.assignment_id, settings).create(the_class.source_dir, course_root)
                 stamp.write_text(wanted, encoding="utf-8")
             else:
-                shutil.copytree(graded.run.workspace(0), root)
-        workspaces.append(Workspace(root, graded.assignment_id, settings))
+                shutil.copytree(the_class.run_folder.workspace(0), root)
+        workspaces.append(Workspace(root, the_class.assignment_id, settings))
     return workspaces
 
 
-def _row(submission: intake.Submission, graded: _Class, notebook: str, outcome: jobs.Outcome,
+def _row(submission: intake.Submission, the_class: _Class, notebook: str, outcome: jobs.Outcome,
          findings: tamper.Findings, settings: GradingSettings) -> Row:
     decision = decide(outcome, findings, settings.timeout, settings.memory_limit, settings.task_limit)
-    row = Row(submission.student_id, graded.assignment_id, notebook=notebook, seconds=outcome.seconds,
+    row = Row(submission.student_id, the_class.assignment_id, notebook=notebook, seconds=outcome.seconds,
               host=outcome.host, status=decision.status, reason=decision.reason, notes=findings.notes,
               not_run=outcome.not_run)
     if outcome.result is not None:
         row.max_score = outcome.result.max_score
         if decision.keeps_points:
             row.score = outcome.result.score
-            row.cells = {graded.run.column(notebook, cell): points for cell, points in outcome.result.cells.items()}
-            row.answers_to_grade = {graded.run.column(notebook, cell): answer
+            row.cells = {the_class.run_folder.column(notebook, cell): points
+                         for cell, points in outcome.result.cells.items()}
+            row.answers_to_grade = {the_class.run_folder.column(notebook, cell): answer
                                     for cell, answer in outcome.result.answers_to_grade.items()}
     return row
 
@@ -386,7 +389,7 @@ class _SimilarityOptions(TypedDict):
     top: int
 
 
-def _similar(graded: _Class, releases: dict[str, nbformat.NotebookNode],
+def _similar(the_class: _Class, releases: dict[str, nbformat.NotebookNode],
              settings: GradingSettings | None = None) -> list[similarity.Comparison]:
     """Per notebook, beside the grading: the pairs of readable submissions whose own code looks alike
     (by the settings' similarity_threshold, _min_shared and _top). It reads the submissions only; a
@@ -395,7 +398,7 @@ def _similar(graded: _Class, releases: dict[str, nbformat.NotebookNode],
     options = _SimilarityOptions(threshold=settings.similarity_threshold, min_shared=settings.similarity_min_shared,
                                  top=settings.similarity_top)
     found = []
-    for name, notebook in graded.notebooks.items():
+    for name, notebook in the_class.notebooks.items():
         readable = [submission for submission in notebook.students if submission.ok]
         try:
             comparison = similarity.compare_class(
@@ -405,7 +408,7 @@ def _similar(graded: _Class, releases: dict[str, nbformat.NotebookNode],
             comparison = similarity.Comparison(name, len(readable), problem=f"{type(error).__name__}: {error}",
                                                **options)
         found.append(comparison)
-        where = f" of {name}" if len(graded.notebooks) > 1 else ""
+        where = f" of {name}" if len(the_class.notebooks) > 1 else ""
         if comparison.problem:
             log.warning("similarity%s: not computed (%s)", where, comparison.problem)
         else:

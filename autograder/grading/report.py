@@ -207,7 +207,7 @@ def written_html(answer: str) -> str:
 
 
 def write_html(result: ClassResult, path: Path | None = None) -> Path:
-    path = path or result.run.report_html
+    path = path or result.run_folder.report_html
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(pages.render("grading_report.html", result=result, histogram=histogram(result),
                                  rows=sorted(result.rows, key=lambda row: (row.student_id, row.notebook)),

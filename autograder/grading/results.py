@@ -62,5 +62,5 @@ class ClassResult:
     sandbox: str = ""               # the kernels' sandbox: "bwrap", or "none" (asked for); "" when not known
 
     @property
-    def run(self) -> RunFolder:
+    def run_folder(self) -> RunFolder:
         return RunFolder(self.out, several=len(self.notebooks) > 1)

@@ -49,8 +49,8 @@ def decide(outcome: "Outcome", findings: "Findings", timeout_s: float, memory_li
         reason = "; ".join(filter(None, [reason, f"no feedback page: {result.feedback_failure}"]))
     keeps_points = status in (Status.GRADED, Status.NEEDS_MANUAL_GRADE)
     if findings.flagged:
-        run = "" if keeps_points else f"; then {status}: {reason}"
-        return Decision(Status.FLAGGED, findings.reason() + run, keeps_points)
+        then = "" if keeps_points else f"; then {status}: {reason}"
+        return Decision(Status.FLAGGED, findings.reason() + then, keeps_points)
     return Decision(status, reason, keeps_points)
 
 

@@ -45,22 +45,23 @@ def students(out: Path) -> set[str]:
     return {line.student_id for line in read_grades(RunFolder(out).grades_csv)}
 
 
-def test_results(line: GradesLine, maxima: dict[str, float], run: RunFolder) -> list[dict]:
+def test_results(line: GradesLine, maxima: dict[str, float], run_folder: RunFolder) -> list[dict]:
     """The graded cells of `line`'s notebook: name, points, out of, passed (full points)."""
     found = []
     for column, points in line.cells.items():
-        cell = run.cell_of(column, line.notebook)
+        cell = run_folder.cell_of(column, line.notebook)
         if cell is not None and column in maxima:
             found.append({"name": cell, "points": f"{points or 0:g}", "of": f"{maxima[column]:g}",
                           "passed": points is not None and points >= maxima[column]})
     return found
 
 
-def names(run: RunFolder) -> dict[tuple[str, str], str]:
+def names(run_folder: RunFolder) -> dict[tuple[str, str], str]:
     """(student, notebook) -> what a feedback file's name starts with, for students of an LMS download."""
-    if not run.intake_csv.exists():
+    if not run_folder.intake_csv.exists():
         return {}
-    return {(line.student_id, line.notebook): line.reupload for line in read_intake(run.intake_csv) if line.reupload}
+    return {(line.student_id, line.notebook): line.reupload
+            for line in read_intake(run_folder.intake_csv) if line.reupload}
 
 
 def archive_name(reupload: str | None, student: str, notebook: str, kind: str, suffix: str = ".html") -> str:
@@ -76,10 +77,10 @@ def build(out: Path, assignment: str, target: Path, *, due: dict[str, datetime] 
           now: datetime) -> Released:
     """The zip of `out`'s feedback pages at `target`. `due` is each student's due date (None: the
     assignment has none), which releases the test results (`include_results`) of those past it at `now`."""
-    run = RunFolder.open(out)
-    lines = read_grades(run.grades_csv)
-    reupload = names(run)
-    maxima = read_max_points(run.max_points_csv)
+    run_folder = RunFolder.open(out)
+    lines = read_grades(run_folder.grades_csv)
+    reupload = names(run_folder)
+    maxima = read_max_points(run_folder.max_points_csv)
     if include_results and due is None:
         raise FeedbackError(f"no due date for {assignment} in the term file: hidden-test results are released "
                             "only after it")
@@ -90,7 +91,7 @@ def build(out: Path, assignment: str, target: Path, *, due: dict[str, datetime] 
         for line in sorted(lines, key=lambda line: (line.student_id, line.notebook)):
             student, notebook = line.student_id, line.notebook
             start = reupload.get((student, notebook))
-            page = run.feedback_page(student, notebook)
+            page = run_folder.feedback_page(student, notebook)
             if page.exists():
                 archive.write(page, archive_name(start, student, notebook, "feedback"))
                 released.pages += 1
@@ -107,7 +108,7 @@ def build(out: Path, assignment: str, target: Path, *, due: dict[str, datetime] 
                 continue
             archive.writestr(archive_name(start, student, notebook, "test-results"), pages.render(
                 "test_results.html", assignment=assignment, student=student, notebook=notebook, row=line,
-                results=test_results(line, maxima, run)))
+                results=test_results(line, maxima, run_folder)))
             if student not in released.with_results:
                 released.with_results.append(student)
     return released
