@@ -274,10 +274,10 @@ def _value(line: csvfile.Line, name: str, kind: str):
     return text
 
 
-def _typed(line: csvfile.Line, record: type, names: tuple[str, ...]) -> dict:
-    """The columns `names` of `line`, each read as `record`'s field of that name says (`_value`)."""
+def _typed(line: csvfile.Line, record: type, columns: tuple[str, ...]) -> dict:
+    """The columns `columns` of `line`, each read as `record`'s field of that name says (`_value`)."""
     return {column.name: _value(line, column.name, str(column.type)) for column in fields(record)
-            if column.name in names}
+            if column.name in columns}
 
 
 def _grades_line(line: csvfile.Line) -> GradesLine:
@@ -330,9 +330,9 @@ class IntakeLine:
 INTAKE_COLUMNS = tuple(column.name for column in fields(IntakeLine))
 
 
-def record_cells(record, names: tuple[str, ...] = ()) -> list[str]:
-    """A record's fields (or its attributes `names`) as one CSV line, written as `_text` writes values."""
-    return [_text(getattr(record, name)) for name in names or [column.name for column in fields(record)]]
+def record_cells(record, columns: tuple[str, ...] = ()) -> list[str]:
+    """A record's fields (or its attributes `columns`) as one CSV line, written as `_text` writes values."""
+    return [_text(getattr(record, name)) for name in columns or [column.name for column in fields(record)]]
 
 
 def read_intake(path: Path) -> list[IntakeLine]:

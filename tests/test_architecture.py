@@ -224,6 +224,12 @@ def test_one_meaning_per_word():
     assert named_run == [], named_run
     # the class `read` found and every step after it takes is `the_class`; `graded` is what report counts
     assert [name for name, tree in trees.items() if "graded" in identifiers(tree)] == ["autograder.grading.report"]
+    # `names` are students' names (id -> name: the roster's, a group's, the class's, the report's)
+    bound = {name for name, tree in trees.items() for node in ast.walk(tree)
+             if (isinstance(node, ast.Name) and node.id == "names") or (isinstance(node, ast.arg) and node.arg == "names")
+             or (isinstance(node, ast.FunctionDef) and node.name == "names")}
+    assert bound <= {"autograder.grading.pipeline", "autograder.grading.report", "autograder.lms.roster",
+                     "autograder.lms.groups"}, bound
     # `timeout` is the notebook's wall clock (GradingSettings.timeout, `timeout_s`); a cell's is
     # `cell_timeout`, the watchdog's deadline `wall_seconds`: no parameter of the grader is `timeout`
     assert [f"{name}:{node.lineno}" for name, tree in trees.items() for node in ast.walk(tree)

@@ -84,8 +84,8 @@ def closure(requirements: list[str]) -> set[str]:
     return needed
 
 
-def lock_subset(lock_text: str, names: set[str]) -> str:
-    """The entries of a hash-pinned lock (`name==version \\` plus indented hash lines) for `names`."""
+def lock_subset(lock_text: str, packages: set[str]) -> str:
+    """The entries of a hash-pinned lock (`name==version \\` plus indented hash lines) for `packages`."""
     entries, current = [], []
     for line in lock_text.splitlines():
         if line and not line[0].isspace():
@@ -93,17 +93,17 @@ def lock_subset(lock_text: str, names: set[str]) -> str:
             entries.append(current)
         elif current:
             current.append(line)
-    kept = [entry for entry in entries if normal(re.split(r"[=<>!~;\s\[]", entry[0], maxsplit=1)[0]) in names]
+    kept = [entry for entry in entries if normal(re.split(r"[=<>!~;\s\[]", entry[0], maxsplit=1)[0]) in packages]
     return "".join("\n".join(entry) + "\n" for entry in kept)
 
 
-def environment_subset(environment_text: str, names: set[str]) -> str:
-    """environment.yml without the pip pins of packages outside `names` (its leading comments kept)."""
+def environment_subset(environment_text: str, packages: set[str]) -> str:
+    """environment.yml without the pip pins of packages outside `packages` (its leading comments kept)."""
     environment = yaml.safe_load(environment_text)
     for dependency in environment["dependencies"]:
         if isinstance(dependency, dict) and "pip" in dependency:
             dependency["pip"] = [pin for pin in dependency["pip"]
-                                 if "==" not in pin or normal(Requirement(pin).name) in names]
+                                 if "==" not in pin or normal(Requirement(pin).name) in packages]
     comments = "".join(line + "\n" for line in environment_text.splitlines() if line.startswith("#"))
     return comments + yaml.safe_dump(environment, sort_keys=False, default_flow_style=False)
 
@@ -160,16 +160,16 @@ def gpu_lock_names(student_names: set[str], cpu_lock: str, gpu_lock: str) -> set
 def contents(layout: Layout) -> dict[str, bytes]:
     """Every entry of the bundle, by its path inside the zip."""
     project = tomllib.loads((layout.root / "pyproject.toml").read_text(encoding="utf-8"))
-    names = closure(student_requirements(project) + project["project"]["optional-dependencies"]["cpu"]
+    packages = closure(student_requirements(project) + project["project"]["optional-dependencies"]["cpu"]
                     + project["build-system"]["requires"])
     cpu_lock = (layout.root / "requirements.lock").read_text()
     gpu_lock = (layout.root / "requirements-gpu.lock").read_text()
     entries = {name: _without_outputs(path) if path.suffix == ".ipynb" else path.read_bytes()
                for name, path in shipped_files(layout).items()}
     entries["pyproject.toml"] = student_pyproject(project).encode()
-    entries["requirements.lock"] = lock_subset(cpu_lock, names).encode()
-    entries["requirements-gpu.lock"] = lock_subset(gpu_lock, gpu_lock_names(names, cpu_lock, gpu_lock)).encode()
-    entries["environment.yml"] = environment_subset((layout.root / "environment.yml").read_text(), names).encode()
+    entries["requirements.lock"] = lock_subset(cpu_lock, packages).encode()
+    entries["requirements-gpu.lock"] = lock_subset(gpu_lock, gpu_lock_names(packages, cpu_lock, gpu_lock)).encode()
+    entries["environment.yml"] = environment_subset((layout.root / "environment.yml").read_text(), packages).encode()
     entries["README.md"] = README.read_bytes()
     return entries
 

@@ -95,7 +95,7 @@ def build(out: Path, assignment: str, source_dir: Path, *, due: dict[str, dateti
         raise SolutionsError(f"{run_folder.grades_csv} grades notebook(s) {', '.join(unknown)} that {source_dir} "
                              "does not hold: is it this assignment's run?")
     solutions = {name: nbformat.writes(solution_notebook(path, config)) for name, path in notebooks.items()}
-    reupload = feedback_zip.names(run_folder)
+    reupload = feedback_zip.reupload_names(run_folder)
     not_students = strays(run_folder)
     released = Released(students=len({line.student_id for line in lines}))
     if run_folder.solutions_dir.exists():

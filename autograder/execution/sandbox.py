@@ -127,8 +127,8 @@ def stage(cwd: Path, target: Path) -> Path:
     """A copy of the kernel's working folder without its notebooks (nbgrader's copy holds the hidden
     tests), at `target` (created, or an existing empty folder): bound read-only into the sandbox."""
     if cwd.is_dir():
-        shutil.copytree(cwd, target, symlinks=False, dirs_exist_ok=True, ignore=lambda folder, names: [
-            name for name in names if name.endswith(".ipynb")])
+        shutil.copytree(cwd, target, symlinks=False, dirs_exist_ok=True, ignore=lambda folder, entries: [
+            name for name in entries if name.endswith(".ipynb")])
     else:
         target.mkdir(parents=True, exist_ok=True)
     return target

@@ -118,14 +118,14 @@ def _matches(name: str, notebook_name: str) -> bool:
     return re.fullmatch(rf"{stem}(?:\s*\(\d+\)|[-_ ]\d+)?\.ipynb", name) is not None
 
 
-def _pick(names: list[str], notebook_name: str) -> tuple[str | None, str]:
-    if notebook_name in names:
+def _pick(paths: list[str], notebook_name: str) -> tuple[str | None, str]:
+    if notebook_name in paths:
         return notebook_name, ""
-    candidates = [name for name in names if _matches(PurePosixPath(name).name, notebook_name)]
+    candidates = [name for name in paths if _matches(PurePosixPath(name).name, notebook_name)]
     if len(candidates) == 1:
         return candidates[0], ""
     if not candidates:
-        return None, f"no {notebook_name} in the submission (found: {', '.join(sorted(names)) or 'nothing'})"
+        return None, f"no {notebook_name} in the submission (found: {', '.join(sorted(paths)) or 'nothing'})"
     return None, f"several candidates for {notebook_name}: {', '.join(sorted(candidates))}"
 
 
@@ -158,10 +158,10 @@ def _from_zip(archive: Path | io.BytesIO, notebook_name: str, student_id: str = 
                 if _escapes(info.filename):
                     return Submission(student_id, origin,
                                       problem=f"zip entry {info.filename!r} would land outside the extraction folder")
-            names = [info.filename for info in infos if not info.is_dir()
+            notebooks = [info.filename for info in infos if not info.is_dir()
                      and info.filename.endswith(".ipynb") and "__MACOSX" not in info.filename
                      and ".ipynb_checkpoints" not in info.filename]
-            by_name = {PurePosixPath(name).name: name for name in names}
+            by_name = {PurePosixPath(name).name: name for name in notebooks}
             chosen, problem = _pick(sorted(by_name), notebook_name)
             if not chosen:
                 return Submission(student_id, origin, problem=problem)

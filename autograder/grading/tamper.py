@@ -46,13 +46,13 @@ class Findings:
 
 
 def _imported_names(tree: ast.AST) -> set[str]:
-    names = {"builtins", "__builtins__"}
+    modules = {"builtins", "__builtins__"}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+            modules.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            names.update(alias.asname or alias.name for alias in node.names)
-    return names
+            modules.update(alias.asname or alias.name for alias in node.names)
+    return modules
 
 
 def _root_name(node: ast.AST) -> str | None:

@@ -56,7 +56,7 @@ def test_results(line: GradesLine, maxima: dict[str, float], run_folder: RunFold
     return found
 
 
-def names(run_folder: RunFolder) -> dict[tuple[str, str], str]:
+def reupload_names(run_folder: RunFolder) -> dict[tuple[str, str], str]:
     """(student, notebook) -> what a feedback file's name starts with, for students of an LMS download."""
     if not run_folder.intake_csv.exists():
         return {}
@@ -79,7 +79,7 @@ def build(out: Path, assignment: str, target: Path, *, due: dict[str, datetime] 
     assignment has none), which releases the test results (`include_results`) of those past it at `now`."""
     run_folder = RunFolder.open(out)
     lines = read_grades(run_folder.grades_csv)
-    reupload = names(run_folder)
+    reupload = reupload_names(run_folder)
     maxima = read_max_points(run_folder.max_points_csv)
     if include_results and due is None:
         raise FeedbackError(f"no due date for {assignment} in the term file: hidden-test results are released "

@@ -137,13 +137,13 @@ def worksheet_columns(columns: list[str], lines: list[dict[str, str]], given: st
     Anything else (none found, or more than one candidate) is refused with an ExportError that names
     the candidates and the option to name the columns."""
     if given:
-        names = [name.strip() for name in given.split(",")]
-        lacking = [name for name in names if name not in columns]
-        if len(names) != 2 or lacking:
+        pair = [name.strip() for name in given.split(",")]
+        lacking = [name for name in pair if name not in columns]
+        if len(pair) != 2 or lacking:
             raise ExportError(f"--worksheet-columns {given!r}: expected two of {where}'s columns, the identifier's "
                               f"and the grade's ({'no column ' + ', '.join(lacking) if lacking else 'not two names'}; "
                               f"its columns: {', '.join(columns)})")
-        return names[0], names[1]
+        return pair[0], pair[1]
     if all(name in columns for name in WORKSHEET_COLUMNS):
         return WORKSHEET_COLUMNS[0], WORKSHEET_COLUMNS[1]
     hint = ("; name them with --worksheet-columns \"<identifier>,<grade>\" (its columns: " + ", ".join(columns) + ")")

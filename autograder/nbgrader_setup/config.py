@@ -135,10 +135,10 @@ def course_files(config: Config) -> list[str]:
     """The files nbgrader reads relative to the course root (it works from there), as `config` names
     them: nbgrader_config.py, the autotests' templates (`InstantiateTests.autotest_filename`,
     autotests.yml) and the header and footer notebooks (`IncludeHeaderFooter`)."""
-    names = [CONFIG_FILE]
+    files = [CONFIG_FILE]
     for owner, trait in ((InstantiateTests, "autotest_filename"), (IncludeHeaderFooter, "header"),
                          (IncludeHeaderFooter, "footer")):
         name = config[owner.__name__].get(trait, owner.class_traits()[trait].default_value)
         if name and not Path(name).is_absolute():
-            names.append(name)
-    return names
+            files.append(name)
+    return files
