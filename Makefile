@@ -129,8 +129,9 @@ student-bundle: $(STAMP)
 # requirements-gpu.lock is compiled with requirements.lock as its constraints, so the two differ only
 # in ONNX Runtime's distribution and the CUDA wheels (tests/test_lock.py checks that, one CUDA major, and
 # the pins against TensorFlow's own and-cuda requirements).
-COMPILE := $(BIN)/uv pip compile pyproject.toml --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
-    --generate-hashes --no-header --no-annotate --quiet --no-emit-package rfc3987-syntax --override overrides.txt
+COMPILE_FLAGS := --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+    --generate-hashes --no-header --no-annotate --quiet --no-emit-package rfc3987-syntax
+COMPILE := $(BIN)/uv pip compile pyproject.toml $(COMPILE_FLAGS) --override overrides.txt
 lock:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet uv
@@ -138,9 +139,8 @@ lock:
 	awk '/^[^ ]/ { sub(/ \\$$/, ""); print }' requirements.lock > $(VENV)/constraints.txt
 	$(COMPILE) --extra gpu --extra hub -c $(VENV)/constraints.txt -o requirements-gpu.lock
 	grep -v -i -E '^(sqlalchemy|alembic)==' $(VENV)/constraints.txt > $(VENV)/ngshare-constraints.txt
-	$(BIN)/uv pip compile hub/ngshare/requirements.in --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
-	    --generate-hashes --no-header --no-annotate --quiet --no-emit-package rfc3987-syntax \
-	    -c $(VENV)/ngshare-constraints.txt -o hub/ngshare/requirements.lock
+	$(BIN)/uv pip compile hub/ngshare/requirements.in $(COMPILE_FLAGS) -c $(VENV)/ngshare-constraints.txt \
+	    -o hub/ngshare/requirements.lock
 	$(BIN)/pytest -p no:cacheprovider tests/test_lock.py
 
 # conda-lock.yml for conda users; conda channels must be reachable (they are not on the build machines).

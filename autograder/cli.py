@@ -148,9 +148,12 @@ def _feedback_for_exchange(run_folder, args) -> int:
 
     pages = {(line.student_id, stem(line.notebook)): run_folder.feedback_page(line.student_id, line.notebook)
              for line in read_grades(run_folder.grades_csv)}
+    from autograder.nbgrader_setup.config import load_course_config
+
     course = Path(args.exchange)
     placed, left_out = exchange.place_feedback({key: page for key, page in pages.items() if page.is_file()},
-                                               course, args.assignment)
+                                               course, args.assignment,
+                                               needs_secret=exchange.needs_secret(load_course_config(course)))
     print(f"{course / exchange.FEEDBACK}: {placed} feedback pages for nbgrader release_feedback {args.assignment}")
     for line in left_out + [f"{student}: no feedback page" for (student, _), page in pages.items() if not page.is_file()]:
         print(f"  left out: {line}")

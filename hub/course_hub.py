@@ -11,8 +11,8 @@
   a home only they can read (`Spawner.pre_spawn_hook`).
 - `exchange_configuration`: the nbgrader configuration every server reads: nbgrader's own exchange (a
   folder on this machine) or ngshare's (a hub service, for servers that share no filesystem).
-- `NgshareRoster`: ngshare's course and its students, kept as the hub's logins make them (ngshare lets
-  only the users a course lists fetch and submit in it).
+- `NgshareCourse`: ngshare's course, its instructors and its students, kept as the hub's logins make
+  them (ngshare lets only the users a course lists fetch and submit in it).
 
 Nothing here imports JupyterHub's private modules; tornado's HTTPError is how a hook refuses a login.
 """
@@ -176,8 +176,8 @@ def exchange_configuration(settings: ClassSettings, ngshare_url: str | None = No
     lines = ["c = get_config()  # noqa: F821", f"c.CourseDirectory.course_id = {settings.course_id!r}"]
     if settings.exchange == "ngshare":
         lines += ["import getpass, os",
-                  "# ngshare_exchange names a user without JUPYTERHUB_USER (the formgrader, a terminal) by $USER, read",
-                  "# when it is imported (ngshare_exchange/exchange.py); a process started without one has its name",
+                  "# ngshare_exchange reads $JUPYTERHUB_USER, else $USER, when it is imported (ngshare_exchange/",
+                  "# exchange.py); a process started outside a Jupyter server (over ssh, by cron) may have neither",
                   "os.environ.setdefault('USER', getpass.getuser())",
                   "from ngshare_exchange import configureExchange", f"configureExchange(c, {ngshare_url or settings.ngshare_url!r})",
                   "# ngshare's submission times are UTC, written without a zone (its database keeps none)",
@@ -187,51 +187,80 @@ def exchange_configuration(settings: ClassSettings, ngshare_url: str | None = No
     return "\n".join(lines) + "\n"
 
 
-class NgshareRoster:
-    """ngshare's roster of the course, kept as the hub's logins make it.
+class NgshareCourse:
+    """ngshare's side of the course, kept as the hub's logins make it.
 
     ngshare lets a user fetch and submit only in a course that lists them, and lets only its admins make
-    a course (ngshare/ngshare.py: check_course_user, check_admin). The hub asks with `token`, the hub
-    token of a service ngshare runs with as its admin: at every login the course is made with
-    `instructors` as its instructors (ngshare answers 409 once it exists), and the user, unless one of
-    them, is added as a student (again at each login: ngshare updates the entry). On one machine the
-    instructor is the formgrader service, and the token its own; on Kubernetes, the instructors' LMS
-    ids and a token-only service (hub/k8s/values.yaml). Raises tornado's HTTPError 503, which refuses
-    the login with a page, when ngshare does not answer or refuses."""
+    a course or name its instructors (ngshare/ngshare.py: check_course_user, check_admin, AddCourse,
+    ManageInstructor). The hub asks with `token`, the hub token of `admin`, the service ngshare runs with
+    as its admin. At the first login after the hub starts, the course is made with `instructors` as its
+    instructors, or, when it exists (409), each of them is made an instructor again (an instructor added
+    to the class's settings since); at every login the user, unless an instructor, is added as a student
+    (ngshare updates the entry). On one machine the admin and only instructor is the formgrader service;
+    on Kubernetes the admin is a token-only service and the instructors are LMS ids (hub/k8s/values.yaml).
 
-    def __init__(self, url: str, course_id: str, instructors: tuple[str, ...], token: str):
-        self.url, self.course_id, self.instructors, self.token = url.rstrip("/"), course_id, instructors, token
+    ngshare knows a user by name alone, so a login under the admin's name is refused. When ngshare
+    refuses or does not answer within `wait_seconds`, a login that needs it (`required`: a student's) is
+    refused with a page that says so (tornado's HTTPError 503), logged; a grader's goes on, logged, so
+    that an instructor can still reach the hub to look into it."""
 
-    async def enrol(self, name: str, log, claims: dict | None = None) -> None:
-        """The course made if it is not yet, and `name`, unless an instructor, its student, with the names
-        and email of the LTI id_token's `claims` where it has them (ngshare asks for all three; an empty
-        one where the LMS sent none). Logs what it did, or what ngshare answered when it refuses."""
-        from urllib.parse import quote, urlencode
+    def __init__(self, url: str, course_id: str, instructors: tuple[str, ...], admin: str, token: str,
+                 wait_seconds: float = 10.0):
+        self.url, self.course_id, self.instructors = url.rstrip("/"), course_id, instructors
+        self.admin, self.token, self.wait_seconds = admin, token, wait_seconds
+        self.ready = False   # the course exists with its instructors, since this hub started
+
+    async def enrol(self, name: str, log, claims: dict | None = None, required: bool = True) -> None:
+        """The course made ready if it is not yet, and `name`, unless an instructor, its student, with the
+        names and email of the LTI id_token's `claims` where it has them (ngshare asks for all three; an
+        empty one where the LMS sent none). Logs what it did, or what ngshare answered."""
+        from urllib.parse import quote
+
+        if name == self.admin:
+            log.warning("login of %r refused: ngshare knows its admin by that name", name)
+            raise web.HTTPError(403, f"The user name {name!r} is the course exchange's own: it cannot log in")
+        course = quote(self.course_id, safe="")
+        try:
+            if not self.ready:
+                made = await self._post(f"/course/{course}", {"instructors": json.dumps(list(self.instructors))},
+                                        (200, 409), name, log)
+                if made == 409:
+                    for instructor in self.instructors:
+                        await self._post(f"/instructor/{course}/{quote(instructor, safe='')}",
+                                         {"first_name": "", "last_name": "", "email": ""}, (200,), name, log)
+                self.ready = True
+            if name not in self.instructors:   # ngshare refuses an instructor as a student (409)
+                await self._post(f"/student/{course}/{quote(name, safe='')}",
+                                 {"first_name": (claims or {}).get("given_name", ""),
+                                  "last_name": (claims or {}).get("family_name", ""),
+                                  "email": (claims or {}).get("email", "")}, (200,), name, log)
+        except web.HTTPError:
+            if required:
+                raise
+            log.warning("login of %r goes on without ngshare (a grader)", name)
+            return
+        log.info("ngshare: %r is %s of %s", name, "an instructor" if name in self.instructors else "a student",
+                 self.course_id)
+
+    async def _post(self, path: str, body: dict, accepted: tuple[int, ...], name: str, log) -> int:
+        """ngshare's answer code to POST `path`; tornado's HTTPError 503 when it is not one of `accepted`."""
+        from urllib.parse import urlencode
 
         from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 
-        client = AsyncHTTPClient()
-        course = quote(self.course_id, safe="")
-        calls = [(f"/course/{course}", {"instructors": json.dumps(list(self.instructors))}, (200, 409))]
-        if name not in self.instructors:  # ngshare refuses an instructor as a student (409)
-            calls.append(
-                (f"/student/{course}/{quote(name, safe='')}",
-                 {"first_name": (claims or {}).get("given_name", ""),
-                  "last_name": (claims or {}).get("family_name", ""), "email": (claims or {}).get("email", "")}, (200,)))
-        for path, body, accepted in calls:
-            try:
-                answer = await client.fetch(self.url + path, method="POST", body=urlencode(body),
-                                            headers={"Authorization": f"token {self.token}"},
-                                            raise_error=False, request_timeout=30)
-                code, text = answer.code, answer.body.decode(errors="replace")[:300] if answer.body else ""
-            except (OSError, HTTPClientError) as error:  # refused, unreachable, timed out: ngshare is not up (yet)
-                code, text = 599, str(error)
-            if code not in accepted:
-                log.error("ngshare refused POST %s for %r: %s %s", path, name, code, text)
-                raise web.HTTPError(503, "The course's exchange (ngshare) did not answer: open the course from "
-                                         "the LMS again in a minute, and tell your instructor if this stays")
-        log.info("ngshare: %r is %s of %s", name, "an instructor" if name in self.instructors else "a student",
-                 self.course_id)
+        try:
+            answer = await AsyncHTTPClient().fetch(
+                self.url + path, method="POST", body=urlencode(body), headers={"Authorization": f"token {self.token}"},
+                raise_error=False, connect_timeout=self.wait_seconds, request_timeout=self.wait_seconds)
+        except (OSError, HTTPClientError) as error:   # refused, unreachable, timed out: ngshare is not up (yet)
+            log.error("ngshare did not answer POST %s for %r: %s", path, name, error)
+            raise web.HTTPError(503, "The course's exchange (ngshare) is not answering: log in again in a minute, "
+                                     "and tell your instructor if this stays") from None
+        if answer.code not in accepted:
+            log.error("ngshare refused POST %s for %r: %s %s", path, name, answer.code,
+                      (answer.body or b"").decode(errors="replace")[:300])
+            raise web.HTTPError(503, "The course's exchange (ngshare) refused to enrol you: tell your instructor")
+        return answer.code
 
 
 class NonceStore:
@@ -253,10 +282,10 @@ class NonceStore:
 
 class LaunchRoles:
     """`Authenticator.post_auth_hook` for LTI 1.3: refuse a replayed launch, map the roles to groups, and
-    with ngshare as the exchange, enrol the user in ngshare's course (`roster`)."""
+    with ngshare as the exchange, enrol the user in ngshare's course (`ngshare`)."""
 
-    def __init__(self, settings: ClassSettings, nonces: NonceStore, roster: NgshareRoster | None = None):
-        self.settings, self.nonces, self.roster = settings, nonces, roster
+    def __init__(self, settings: ClassSettings, nonces: NonceStore, ngshare: NgshareCourse | None = None):
+        self.settings, self.nonces, self.ngshare = settings, nonces, ngshare
 
     async def __call__(self, authenticator, handler, authentication: dict) -> dict:
         token = authentication.get("auth_state") or {}
@@ -271,12 +300,13 @@ class LaunchRoles:
         roles = list(token.get(ROLES_CLAIM, []))
         authentication["groups"] = launch_groups(roles, self.settings)
         authenticator.log.info("LTI launch of %r with roles %s: groups %s", user, roles, authentication["groups"])
-        if self.roster:
-            await self.roster.enrol(user, authenticator.log, token)
+        if self.ngshare:
+            await self.ngshare.enrol(user, authenticator.log, token,
+                                     required=self.settings.graders_group not in authentication["groups"])
         return authentication
 
 
-def roster_groups(settings: ClassSettings, roster: NgshareRoster | None = None):
+def roster_groups(settings: ClassSettings, ngshare: NgshareCourse | None = None):
     """`Authenticator.post_auth_hook` for a class without an LMS: the instructors named in the settings
     are graders, everyone a student (and, with ngshare as the exchange, a student of ngshare's course)."""
 
@@ -284,8 +314,8 @@ def roster_groups(settings: ClassSettings, roster: NgshareRoster | None = None):
         name = authentication["name"]
         authentication["groups"] = [settings.students_group] + (
             [settings.graders_group] if name in settings.instructors else [])
-        if roster:
-            await roster.enrol(name, authenticator.log)
+        if ngshare:
+            await ngshare.enrol(name, authenticator.log, required=name not in settings.instructors)
         return authentication
 
     return hook

@@ -71,10 +71,13 @@ c.ConfigurableHTTPProxy.pid_file = str(HUB_STATE / "jupyterhub-proxy.pid")
 c.Authenticator.manage_groups = True
 # With ngshare as the exchange, the hub adds every user who logs in to ngshare's course, asking as the
 # formgrader service (ngshare's admin, the course's instructor) with that service's token: a new one at
-# every start, held by the hub's process only (never written to disk).
+# every start, which the hub gives the formgrader's environment (its terminals have it) and keeps in its
+# database as a hash, as for every service; this configuration writes it nowhere. (JupyterHub does not
+# revoke an earlier start's token: jupyterhub/app.py, init_services.)
 FORMGRADER_TOKEN = secrets.token_hex(32)
-roster = (course_hub.NgshareRoster(settings.ngshare_url, settings.course_id, (settings.course_id,), FORMGRADER_TOKEN)
-          if settings.exchange == "ngshare" else None)
+ngshare = (course_hub.NgshareCourse(settings.ngshare_url, settings.course_id, (settings.course_id,),
+                                    settings.course_id, FORMGRADER_TOKEN)
+           if settings.exchange == "ngshare" else None)
 if settings.lti:
     c.JupyterHub.authenticator_class = "ltiauthenticator.lti13.auth.LTI13Authenticator"
     c.LTI13Authenticator.issuer = settings.lti.issuer
@@ -84,11 +87,11 @@ if settings.lti:
     c.LTI13Authenticator.username_key = settings.lti.username_key
     c.LTI13Authenticator.allow_all = True  # the LMS decides who launches: the course's members
     c.Authenticator.post_auth_hook = course_hub.LaunchRoles(
-        settings, course_hub.NonceStore(HUB_STATE / "lti-nonces.sqlite"), roster)
+        settings, course_hub.NonceStore(HUB_STATE / "lti-nonces.sqlite"), ngshare)
 else:
     c.JupyterHub.authenticator_class = "jupyterhub.auth.PAMAuthenticator"
     c.Authenticator.allowed_users = course_hub.roster_names(settings.roster)
-    c.Authenticator.post_auth_hook = course_hub.roster_groups(settings, roster)
+    c.Authenticator.post_auth_hook = course_hub.roster_groups(settings, ngshare)
 c.Authenticator.admin_users = set(settings.instructors)
 
 c.JupyterHub.load_roles = [

@@ -316,19 +316,50 @@ def test_feedback_pages_are_laid_out_for_nbgrader_release_feedback(tmp_path):
     collected.mkdir(parents=True)
     (collected / "timestamp.txt").write_text("2027-01-15 22:00:00.000000 UTC")
     (collected / "submission_secret.txt").write_text("s3cret")
-    (course / "submitted" / "bob" / "ps1").mkdir(parents=True)  # collected by hand: no timestamp
-    # collected through ngshare: a timestamp (UTC, without a zone), no secret
+    (course / "submitted" / "bob" / "ps1").mkdir(parents=True)  # collected by hand: nothing
+    # a timestamp but no secret: nbgrader's own release_feedback would stop for the whole class
     (course / "submitted" / "cy" / "ps1").mkdir(parents=True)
     (course / "submitted" / "cy" / "ps1" / "timestamp.txt").write_text("2027-01-15 22:00:00.000000")
     page = tmp_path / "ada.html"
     page.write_text("<p>ada's page</p>")
-    placed, left_out = exchange.place_feedback({("ada", "ps1"): page, ("bob", "ps1"): page, ("cy", "ps1"): page},
-                                               course, "ps1")
-    assert placed == 2
-    assert left_out == [f"bob: no timestamp.txt in {course / 'submitted' / 'bob' / 'ps1'} "
+    pages = {("ada", "ps1"): page, ("bob", "ps1"): page, ("cy", "ps1"): page}
+    placed, left_out = exchange.place_feedback(pages, course, "ps1")
+    assert placed == 1
+    assert left_out == [f"bob: no timestamp.txt or submission_secret.txt in {course / 'submitted' / 'bob' / 'ps1'} "
+                        "(not collected by nbgrader collect)",
+                        f"cy: no submission_secret.txt in {course / 'submitted' / 'cy' / 'ps1'} "
                         "(not collected by nbgrader collect)"]
-    assert sorted(path.name for path in (course / "feedback" / "cy" / "ps1").iterdir()) == ["ps1.html", "timestamp.txt"]
     target = course / "feedback" / "ada" / "ps1"
     assert (target / "ps1.html").read_text() == "<p>ada's page</p>"
     assert (target / "submission_secret.txt").read_text() == "s3cret"
     assert (target / "timestamp.txt").read_text() == "2027-01-15 22:00:00.000000 UTC"
+    assert not (course / "feedback" / "cy").exists()
+
+
+def test_through_ngshare_a_page_needs_only_the_timestamp():
+    """ngshare's collect keeps no submission_secret.txt and its release_feedback reads none: an exchange
+    whose release_feedback is not nbgrader's own places a page beside the timestamp alone."""
+    from traitlets.config import Config
+
+    configured = Config()
+    configured.ExchangeFactory.release_feedback = "ngshare_exchange.release_feedback.ExchangeReleaseFeedback"
+    assert exchange.needs_secret(Config()) and not exchange.needs_secret(configured)
+    from nbgrader.exchange.default import ExchangeReleaseFeedback
+
+    nbgraders = Config()
+    nbgraders.ExchangeFactory.release_feedback = ExchangeReleaseFeedback
+    assert exchange.needs_secret(nbgraders)
+
+
+def test_a_page_through_an_exchange_without_secrets_is_placed_beside_the_timestamp(tmp_path):
+    course = tmp_path / "course"
+    (course / "submitted" / "cy" / "ps1").mkdir(parents=True)
+    (course / "submitted" / "cy" / "ps1" / "timestamp.txt").write_text("2027-01-15 22:00:00.000000")
+    (course / "submitted" / "bob" / "ps1").mkdir(parents=True)
+    page = tmp_path / "cy.html"
+    page.write_text("<p>cy's page</p>")
+    placed, left_out = exchange.place_feedback({("cy", "ps1"): page, ("bob", "ps1"): page}, course, "ps1",
+                                               needs_secret=False)
+    assert placed == 1 and left_out == [f"bob: no timestamp.txt in {course / 'submitted' / 'bob' / 'ps1'} "
+                                        "(not collected by nbgrader collect)"]
+    assert sorted(path.name for path in (course / "feedback" / "cy" / "ps1").iterdir()) == ["ps1.html", "timestamp.txt"]

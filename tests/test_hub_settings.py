@@ -115,58 +115,80 @@ def test_the_spawner_is_systemds_where_systemd_runs_and_enforces_the_limits(tmp_
     assert course_hub.spawner(read, systemd=False) == ("jupyterhub.spawner.LocalProcessSpawner", {})
 
 
-def test_the_servers_exchange_configuration_names_the_folder_or_ngshare(tmp_path, monkeypatch):
-    """Executed as nbgrader executes nbgrader_config.py (`c = get_config()`): the folder exchange sets its
-    root; ngshare's replaces nbgrader's exchange classes by ngshare_exchange's, with the service's URL,
-    reads ngshare's submission times in UTC, and imports in a process without $USER."""
-    from traitlets.config import Config
-
-    def run(text: str) -> Config:
-        config = Config()
-        exec(compile(text, "nbgrader_config.py", "exec"), {"get_config": lambda: config})
-        return config
+def test_the_servers_exchange_configuration_names_the_folder_or_ngshare(tmp_path):
+    """Executed as nbgrader executes nbgrader_config.py (`c = get_config()`), in a process of its own
+    without $USER or $JUPYTERHUB_USER (ngshare_exchange reads them when imported): the folder exchange
+    sets its root; ngshare's replaces nbgrader's exchange classes by ngshare_exchange's, with the
+    service's URL, and reads ngshare's submission times in UTC."""
+    import json
+    import os
+    import subprocess
 
     base = 'course_id = "tf"\nstate_dir = "state"\ncourse_dir = "course"\n' + LTI
-    folder = run(course_hub.exchange_configuration(course_hub.ClassSettings.read(settings(tmp_path, base))))
-    assert folder.CourseDirectory.course_id == "tf" and folder.Exchange.root == str(tmp_path / "state" / "exchange")
-    monkeypatch.delenv("USER", raising=False)
-    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
-    read = course_hub.ClassSettings.read(settings(tmp_path, 'exchange = "ngshare"\nngshare_port = 10123\n' + base))
-    ngshare = run(course_hub.exchange_configuration(read))
-    from ngshare_exchange import ExchangeCollect, ExchangeSubmit
+    probe = """
+import json, sys
+from traitlets.config import Config
+config = Config()
+exec(compile(open(sys.argv[1]).read(), "nbgrader_config.py", "exec"), {"get_config": lambda: config})
+factory = config.ExchangeFactory
+print(json.dumps({"course": config.CourseDirectory.course_id, "root": config.Exchange.get("root"),
+                  "submit": getattr(factory.get("submit"), "__module__", None),
+                  "url": factory["exchange"]().ngshare_url if "exchange" in factory else None,
+                  "zone": config.GradingSettings.get("timestamp_zone")}))
+"""
+    environment = {name: value for name, value in os.environ.items() if name not in ("USER", "JUPYTERHUB_USER")}
 
-    assert ngshare.CourseDirectory.course_id == "tf" and "root" not in ngshare.Exchange
-    assert ngshare.ExchangeFactory.submit is ExchangeSubmit and ngshare.ExchangeFactory.collect is ExchangeCollect
-    assert ngshare.ExchangeFactory.exchange().ngshare_url == "http://127.0.0.1:10123/services/ngshare"
-    assert ngshare.GradingSettings.timestamp_zone == "UTC"
+    def run(settings_text: str) -> dict:
+        read = course_hub.ClassSettings.read(settings(tmp_path, settings_text))
+        (tmp_path / "nbgrader_config.py").write_text(course_hub.exchange_configuration(read), encoding="utf-8")
+        done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "nbgrader_config.py")],
+                              capture_output=True, text=True, env=environment, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout)
+
+    assert run(base) == {"course": "tf", "root": str(tmp_path / "state" / "exchange"), "submit": None, "url": None,
+                         "zone": None}
+    assert run('exchange = "ngshare"\nngshare_port = 10123\n' + base) == {
+        "course": "tf", "root": None, "submit": "ngshare_exchange.submit",
+        "url": "http://127.0.0.1:10123/services/ngshare", "zone": "UTC"}
 
 
 class FakeNgshare:
-    """A stand-in for ngshare's API (the two calls the hub makes), on a port of its own: answers as
-    ngshare does (409 for a course that exists, 403 for a token that is not its admin's)."""
+    """A stand-in for ngshare's API (the calls the hub makes), on a port of its own: answers as ngshare
+    does (409 for a course that exists, 403 for a token that is not its admin's), after `delay` seconds."""
 
-    def __init__(self, admin_token: str):
+    def __init__(self, admin_token: str, delay: float = 0.0):
         import asyncio
+        import json
         import threading
 
         from tornado import web as tornado_web
 
-        self.calls, self.courses, self.students = [], set(), {}
+        self.calls, self.courses, self.students, self.instructors = [], set(), {}, {}
         fake = self
 
         class Handler(tornado_web.RequestHandler):
-            def post(self, kind, course, name=None):
-                fake.calls.append((kind, course, name, dict((key, self.get_body_argument(key)) for key in self.request.body_arguments)))
+            async def post(self, kind, course, name=None):
+                fake.calls.append((kind, course, name, {key: self.get_body_argument(key)
+                                                        for key in self.request.body_arguments}))
+                await asyncio.sleep(delay)
                 if self.request.headers.get("Authorization") != f"token {admin_token}":
                     return self.answer(403, False, "Permission denied")
                 if kind == "course":
                     if course in fake.courses:
                         return self.answer(409, False, "Course already exists")
                     fake.courses.add(course)
+                    for instructor in json.loads(self.get_body_argument("instructors")):
+                        fake.instructors[instructor] = course
+                elif course not in fake.courses:
+                    return self.answer(404, False, "Course not found")
                 elif kind == "student":
-                    if course not in fake.courses:
-                        return self.answer(404, False, "Course not found")
+                    if name in fake.instructors:
+                        return self.answer(409, False, "Cannot add instructor as student")
                     fake.students[name] = course
+                else:
+                    fake.students.pop(name, None)
+                    fake.instructors[name] = course
                 return self.answer(200, True)
 
             def answer(self, code, success, message=None):
@@ -177,12 +199,12 @@ class FakeNgshare:
         started = threading.Event()
 
         def serve():
-            asyncio.set_event_loop(self.loop)
             from tornado.httpserver import HTTPServer
             from tornado.netutil import bind_sockets
 
+            asyncio.set_event_loop(self.loop)
             app = tornado_web.Application([(r"/services/ngshare/(course)/([^/]+)", Handler),
-                                           (r"/services/ngshare/(student)/([^/]+)/([^/]+)", Handler)])
+                                           (r"/services/ngshare/(student|instructor)/([^/]+)/([^/]+)", Handler)])
             sockets = bind_sockets(0, "127.0.0.1")
             HTTPServer(app).add_sockets(sockets)
             self.port = sockets[0].getsockname()[1]
@@ -206,63 +228,100 @@ class Log:
     def info(self, message, *args):
         self.lines.append(("info", message % args))
 
+    def warning(self, message, *args):
+        self.lines.append(("warning", message % args))
+
     def error(self, message, *args):
         self.lines.append(("error", message % args))
 
 
-def test_each_login_makes_the_course_once_and_adds_the_user_as_its_student():
+def enrol(course, *args, **kwargs):
     import asyncio
 
+    asyncio.run(course.enrol(*args, **kwargs))
+
+
+def test_the_first_login_makes_the_course_and_each_adds_its_user_as_a_student():
     fake = FakeNgshare("formgrader-token")
     try:
-        roster = course_hub.NgshareRoster(fake.url, "tf", ("tf",), "formgrader-token")
-        asyncio.run(roster.enrol("7310003", Log(), {"given_name": "Ann", "family_name": "Lee", "email": "a@x.test"}))
-        asyncio.run(roster.enrol("7310004", Log()))
+        ngshare = course_hub.NgshareCourse(fake.url, "tf", ("tf",), "tf", "formgrader-token")
+        enrol(ngshare, "7310003", Log(), {"given_name": "Ann", "family_name": "Lee", "email": "a@x.test"})
+        enrol(ngshare, "7310004", Log())
     finally:
         fake.close()
-    assert fake.courses == {"tf"} and fake.students == {"7310003": "tf", "7310004": "tf"}
-    course_calls = [call for call in fake.calls if call[0] == "course"]
-    assert [call[3]["instructors"] for call in course_calls] == ['["tf"]', '["tf"]']  # the second answered 409
+    assert fake.courses == {"tf"} and fake.instructors == {"tf": "tf"}
+    assert fake.students == {"7310003": "tf", "7310004": "tf"}
+    assert [call[0] for call in fake.calls] == ["course", "student", "student"], "the course is made once"
+    assert fake.calls[0][3] == {"instructors": '["tf"]'}
     assert fake.calls[1][3] == {"first_name": "Ann", "last_name": "Lee", "email": "a@x.test"}
-    assert fake.calls[3][3] == {"first_name": "", "last_name": "", "email": ""}
+    assert fake.calls[2][3] == {"first_name": "", "last_name": "", "email": ""}
 
 
-def test_an_instructor_of_ngshares_course_is_not_added_as_its_student():
-    """On Kubernetes the instructors are LMS ids who launch too; ngshare refuses an instructor as a student."""
-    import asyncio
-
+def test_after_a_restart_the_instructors_are_made_instructors_again_and_never_students():
+    """A hub restarted with an instructor added to its settings: the course exists (409), so each
+    instructor is made one by name (ngshare moves a student who was enrolled before to the instructors)."""
     fake = FakeNgshare("roster-token")
     try:
-        roster = course_hub.NgshareRoster(fake.url, "tf", ("7310001",), "roster-token")
-        asyncio.run(roster.enrol("7310001", log := Log()))
+        enrol(course_hub.NgshareCourse(fake.url, "tf", ("7310001",), "course-roster", "roster-token"), "7310005", Log())
+        enrol(course_hub.NgshareCourse(fake.url, "tf", ("7310001",), "course-roster", "roster-token"), "7310002", Log())
+        restarted = course_hub.NgshareCourse(fake.url, "tf", ("7310001", "7310002"), "course-roster", "roster-token")
+        enrol(restarted, "7310002", log := Log())
     finally:
         fake.close()
-    assert fake.courses == {"tf"} and fake.students == {}
-    assert [call[0] for call in fake.calls] == ["course"] and fake.calls[0][3] == {"instructors": '["7310001"]'}
-    assert log.lines == [("info", "ngshare: '7310001' is an instructor of tf")]
+    assert fake.instructors == {"7310001": "tf", "7310002": "tf"} and fake.students == {"7310005": "tf"}
+    assert [call[:3] for call in fake.calls[-3:]] == [("course", "tf", None), ("instructor", "tf", "7310001"),
+                                                       ("instructor", "tf", "7310002")]
+    assert log.lines == [("info", "ngshare: '7310002' is an instructor of tf")]
 
 
-@pytest.mark.parametrize("token, down", [("not-the-admins", False), ("formgrader-token", True)])
-def test_a_login_ngshare_refuses_or_does_not_answer_is_refused_with_a_page_and_logged(token, down):
-    import asyncio
-
+def test_a_login_under_ngshares_admin_name_is_refused():
+    """ngshare knows a user by name alone: a hub user named as its admin would be its admin."""
     from tornado import web as tornado_web
 
     fake = FakeNgshare("formgrader-token")
-    url = fake.url
-    if down:
+    try:
+        with pytest.raises(tornado_web.HTTPError) as refused:
+            enrol(course_hub.NgshareCourse(fake.url, "tf", ("tf",), "tf", "formgrader-token"), "tf", Log())
+    finally:
         fake.close()
-        import socket
+    assert refused.value.status_code == 403 and fake.calls == []
 
+
+@pytest.mark.parametrize("case", ["refused", "down", "silent"])
+def test_a_students_login_ngshare_refuses_or_does_not_answer_is_refused_with_a_page_and_logged(case):
+    import socket
+
+    from tornado import web as tornado_web
+
+    fake = FakeNgshare("formgrader-token", delay=5.0 if case == "silent" else 0.0)
+    url = fake.url
+    if case == "down":
         with socket.socket() as probe:  # a port nothing listens on
             probe.bind(("127.0.0.1", 0))
             url = f"http://127.0.0.1:{probe.getsockname()[1]}/services/ngshare"
+    token = "not-the-admins" if case == "refused" else "formgrader-token"
     log = Log()
     try:
         with pytest.raises(tornado_web.HTTPError) as refused:
-            asyncio.run(course_hub.NgshareRoster(url, "tf", ("tf",), token).enrol("7310003", log))
+            enrol(course_hub.NgshareCourse(url, "tf", ("tf",), "tf", token, wait_seconds=0.5), "7310003", log)
     finally:
-        if not down:
-            fake.close()
-    assert refused.value.status_code == 503 and "exchange (ngshare) did not answer" in refused.value.log_message
-    assert [level for level, _ in log.lines] == ["error"] and "ngshare refused POST /course/tf" in log.lines[0][1]
+        fake.close()
+    assert refused.value.status_code == 503
+    says = "refused to enrol you" if case == "refused" else "is not answering"
+    assert says in refused.value.log_message, refused.value.log_message
+    assert [level for level, _ in log.lines] == ["error"]
+    assert log.lines[0][1].startswith("ngshare refused POST /course/tf" if case == "refused"
+                                      else "ngshare did not answer POST /course/tf")
+
+
+def test_a_graders_login_goes_on_without_ngshare_logged():
+    """An instructor must still reach the hub (its admin page, the formgrader) when ngshare is down."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/services/ngshare"
+    enrol(course_hub.NgshareCourse(url, "tf", ("tf",), "tf", "token", wait_seconds=0.5), "7310001", log := Log(),
+          required=False)
+    assert [level for level, _ in log.lines] == ["error", "warning"]
+    assert log.lines[1][1] == "login of '7310001' goes on without ngshare (a grader)"

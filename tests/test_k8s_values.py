@@ -120,4 +120,25 @@ def test_the_pods_exchange_is_ngshare_configured_as_on_one_machine():
     assert config["stringData"] == course_hub.exchange_configuration(settings, url)
     assert config["mountPath"] == values["singleuser"]["extraEnv"]["JUPYTER_CONFIG_PATH"] + "/nbgrader_config.py"
     assert "storage" not in values["singleuser"] or "extraVolumes" not in values["singleuser"]["storage"]
-    assert url in values["hub"]["extraConfig"]["course-hub"], "the hook enrols users in another ngshare"
+    assert 'services["ngshare"]["url"] + "/services/ngshare"' in values["hub"]["extraConfig"]["course-hub"]
+
+
+def test_the_ngshare_image_installs_its_lock_as_make_does():
+    """ngshare's image (hub/k8s/ngshare.Dockerfile) installs hub/ngshare/requirements.lock with the same
+    uv steps as the Makefile's .venv-ngshare, which make test runs, and the chart is told to use it."""
+    import re
+
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile[makefile.index("$(NGSHARE_STAMP): hub/ngshare/requirements.lock"):].split("\n\n")[0]
+    make = [line.strip().replace("$(BIN)/", ".venv/bin/").replace("$(NGSHARE_VENV)", ".venv")
+            for line in recipe.splitlines()[1:] if "uv pip" in line]
+    dockerfile = (ROOT / "hub" / "k8s" / "ngshare.Dockerfile").read_text(encoding="utf-8")
+    run = next(step for step in re.findall(r"^RUN (.*?)(?=^\S)", dockerfile, re.M | re.S) if "uv pip install" in step)
+    image = [re.sub(r"\s+", " ", step.strip()) for step in run.replace("\\\n", " ").split("&&") if "uv pip" in step]
+    assert image == make
+    assert "--set image.repository=<registry>/tf-course-ngshare" in VALUES.read_text(encoding="utf-8")
+    values = yaml.safe_load(VALUES.read_text(encoding="utf-8"))
+    egress = values["singleuser"]["networkPolicy"]["egress"]
+    assert egress == [{"to": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "ngshare"}}}],
+                       "ports": [{"port": 8080, "protocol": "TCP"}]}]
+    assert "egressAllowRules" not in values["singleuser"]["networkPolicy"], "no private address beyond ngshare's"

@@ -249,25 +249,37 @@ def _pip_check():
     return module
 
 
-def test_pip_check_accepts_only_the_conflicts_overrides_txt_explains():
+def test_pip_check_accepts_only_the_conflicts_overrides_txt_names(tmp_path):
     pip_check = _pip_check()
-    allowed = pip_check.overridden(ROOT / "overrides.txt")
-    assert allowed == {"jupyter-core"}
-    report = ("Checked 221 packages in 2ms\nFound 2 incompatibilities\n"
-              "The package `ngshare-exchange` requires `jupyter-core<4.11.2`, but `5.9.1` is installed\n"
-              "The package `nbgrader` requires `jupyter-server<3`, but `3.0.0` is installed\n")
-    accepted, refused = pip_check.unexplained(report, allowed)
-    assert accepted == ["The package `ngshare-exchange` requires `jupyter-core<4.11.2`, but `5.9.1` is installed"]
-    assert refused == ["The package `nbgrader` requires `jupyter-server<3`, but `3.0.0` is installed"]
-    # a line of another shape is never taken for an explained one
-    assert pip_check.unexplained("The package `x` is broken\n", allowed) == ([], ["The package `x` is broken"])
+    accepted = pip_check.accepted_conflicts(ROOT / "overrides.txt")
+    assert [(package, requirement, str(override)) for (package, requirement), override in accepted.items()] == \
+        [("ngshare-exchange", "jupyter-core<4.11.2", "jupyter-core>=5")]
+    named = "The package `ngshare-exchange` requires `jupyter-core<4.11.2`, but `5.9.1` is installed"
+    report = (f"Checked 221 packages in 2ms\nFound 4 incompatibilities\n{named}\n"
+              # the same package's requirement from another package, another requirement, below the override
+              "The package `nbgrader` requires `jupyter-core>=6`, but `5.9.1` is installed\n"
+              "The package `ngshare-exchange` requires `jupyter-core<4`, but `5.9.1` is installed\n"
+              "The package `ngshare-exchange` requires `jupyter-core<4.11.2`, but `4.12.0` is installed\n")
+    taken, refused = pip_check.unexplained(report, accepted)
+    assert taken == [named] and len(refused) == 3, (taken, refused)
+    # a line of another shape is never taken for an accepted one
+    assert pip_check.unexplained("The package `x` is broken\n", accepted) == ([], ["The package `x` is broken"])
+    stray = tmp_path / "overrides.txt"
+    stray.write_text("# accepts: a requires b<2\nc>=1\n")
+    with pytest.raises(SystemExit, match="is not about c>=1"):
+        pip_check.accepted_conflicts(stray)
 
 
 def test_every_override_is_one_the_course_lock_needs():
-    """An override that no pinned package's requirement calls for is stale: the locked jupyter-core is
-    outside ngshare-exchange's own range, which is why the override exists."""
+    """Each accepted conflict of overrides.txt still exists in the lock (the locked version of the
+    required package is outside the requiring package's own range) and the override admits that version:
+    an override nothing calls for is stale."""
     pins = lock_pins()
-    exchange = metadata.distribution("ngshare-exchange")
-    wanted = [Requirement(text) for text in exchange.requires or [] if Requirement(text).name == "jupyter_core"
-              or _normal(Requirement(text).name) == "jupyter-core"]
-    assert wanted and not wanted[0].specifier.contains(pins["jupyter-core"]), (wanted, pins["jupyter-core"])
+    for (package, requirement), override in _pip_check().accepted_conflicts(ROOT / "overrides.txt").items():
+        required = Requirement(requirement)
+        assert package in pins and _normal(required.name) in pins, (package, requirement)
+        own = [Requirement(text) for text in metadata.distribution(package).requires or []
+               if _normal(Requirement(text).name) == _normal(required.name)]
+        assert [str(item.specifier) for item in own] == [str(required.specifier)], (package, own)
+        assert not required.specifier.contains(pins[_normal(required.name)]), f"{package}'s {requirement} is met: stale"
+        assert override.specifier.contains(pins[_normal(required.name)])

@@ -34,9 +34,9 @@ import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from autograder.errors import AutograderError
+from autograder.settings import time_zone
 
 SUBMITTED = "submitted"             # CourseDirectory.submitted_directory's default
 FEEDBACK = "feedback"               # CourseDirectory.feedback_directory's default
@@ -45,7 +45,6 @@ SECRET_FILE = "submission_secret.txt"
 MAX_TIMESTAMP_BYTES = 1024
 COLLECTED_RULE = "<student_id>/<assignment_id>/<notebook>.ipynb with <student_id>/<assignment_id>/timestamp.txt"
 
-_ZONE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+\-]*(?:/[A-Za-z0-9_+\-]+)*")   # no `.`: never a path out of TZPATH
 _OFFSET = re.compile(r"[+-]\d{2}:?\d{2}")
 
 
@@ -53,11 +52,11 @@ class TimestampProblem(AutograderError):
     """A timestamp.txt that gives no time: the message says why (intake keeps the notebook, without a time)."""
 
 
-def timestamp(text: str, naive_zone: str | None = None) -> datetime:
+def timestamp(text: str, timestamp_zone: str | None = None) -> datetime:
     """The time of a `timestamp.txt`, in UTC: nbgrader's default `2027-01-15 22:59:00.123456 UTC` (or any
     zone name nbgrader resolves, `2027-01-15 23:59:00.000000 CET`), a numeric offset after the time, or
     ISO 8601 with an offset (a `timestamp_format` such as `%Y-%m-%dT%H:%M:%S%z`). A time without a zone is
-    read in `naive_zone` where one is given (ngshare's `2027-01-15 22:59:00.123456` is UTC: its database
+    read in `timestamp_zone` where one is given (ngshare's `2027-01-15 22:59:00.123456` is UTC: its database
     keeps no zone), and refused otherwise."""
     text = text.strip()
     if not text:
@@ -68,21 +67,11 @@ def timestamp(text: str, naive_zone: str | None = None) -> datetime:
         moment = datetime.fromisoformat(text)
     except ValueError:
         moment = _with_zone(text)
-    if (moment.tzinfo is None or moment.utcoffset() is None) and naive_zone:
-        moment = moment.replace(tzinfo=zone(naive_zone))
+    if (moment.tzinfo is None or moment.utcoffset() is None) and timestamp_zone:
+        moment = moment.replace(tzinfo=time_zone(timestamp_zone))
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise TimestampProblem(f"{text!r} has no time zone")
     return moment.astimezone(timezone.utc)
-
-
-def zone(name: str) -> ZoneInfo:
-    """The tz database's zone `name` (UTC, Europe/Berlin); a ValueError naming it when there is none."""
-    try:
-        if _ZONE_NAME.fullmatch(name):
-            return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        pass
-    raise ValueError(f"{name!r} is not a time zone of the tz database (e.g. UTC, Europe/Berlin)")
 
 
 def _with_zone(text: str) -> datetime:
@@ -96,33 +85,33 @@ def _with_zone(text: str) -> datetime:
     if _OFFSET.fullmatch(zone):
         return datetime.fromisoformat(f"{when}{zone}")
     try:
-        zone_info = ZoneInfo(zone) if _ZONE_NAME.fullmatch(zone) else None
-    except (ZoneInfoNotFoundError, ValueError):
-        zone_info = None
-    if zone_info is None:
-        raise TimestampProblem(f"{text!r}: {zone!r} is not a time zone of the tz database (e.g. UTC, CET, "
-                               "Europe/Berlin)")
-    return local.replace(tzinfo=zone_info)
+        return local.replace(tzinfo=time_zone(zone))
+    except ValueError as error:
+        raise TimestampProblem(f"{text!r}: {error}") from None
 
 
-def place_feedback(pages: dict[tuple[str, str], Path], course: Path, assignment_id: str) -> tuple[int, list[str]]:
+def place_feedback(pages: dict[tuple[str, str], Path], course: Path, assignment_id: str,
+                   needs_secret: bool = True) -> tuple[int, list[str]]:
     """The feedback pages `pages` ((student_id, notebook stem) -> page) laid out where `nbgrader
     release_feedback <assignment>` takes them (exchange/default/release_feedback.py, lines 37-81):
     `<course>/feedback/<student_id>/<assignment_id>/<notebook>.html`, beside the `timestamp.txt` of the
     student's collected submission (which submission the page answers) and its `submission_secret.txt`,
     which nbgrader's own exchange reads to name the released page by `notebook_hash(secret, notebook)`
-    (the name `nbgrader fetch_feedback` looks for in the student's server). nbgrader's own submit writes
-    that secret with every submission; ngshare's exchange keeps none and needs none (its release_feedback
-    reads the timestamp and the page: ngshare_exchange/release_feedback.py), so the secret is copied where
-    the collected folder has one. Returns (pages placed, "student: reason" for each page left out: a
-    student whose collected folder under `<course>/submitted/` has no timestamp.txt). Pages already there
-    are replaced.
+    (the name `nbgrader fetch_feedback` looks for in the student's server, and without which its
+    release_feedback stops for the whole class). ngshare's exchange keeps no secret and needs none (its
+    release_feedback reads the timestamp and the page: ngshare_exchange/release_feedback.py):
+    `needs_secret` False (`needs_secret(config)`) places a page beside the timestamp alone, and copies a
+    secret only where there is one. Returns (pages placed, "student: reason" for each page left out: a
+    student whose collected folder under `<course>/submitted/` lacks a file the exchange needs). Pages
+    already there are replaced.
     """
     placed, left_out = 0, []
+    needed = (TIMESTAMP_FILE, SECRET_FILE) if needs_secret else (TIMESTAMP_FILE,)
     for (student_id, notebook), page in sorted(pages.items()):
         collected = course / SUBMITTED / student_id / assignment_id
-        if not (collected / TIMESTAMP_FILE).is_file():
-            left_out.append(f"{student_id}: no {TIMESTAMP_FILE} in {collected} (not collected by nbgrader collect)")
+        missing = [name for name in needed if not (collected / name).is_file()]
+        if missing:
+            left_out.append(f"{student_id}: no {' or '.join(missing)} in {collected} (not collected by nbgrader collect)")
             continue
         target = course / FEEDBACK / student_id / assignment_id
         target.mkdir(parents=True, exist_ok=True)
@@ -132,3 +121,17 @@ def place_feedback(pages: dict[tuple[str, str], Path], course: Path, assignment_
         shutil.copyfile(page, target / f"{notebook}.html")
         placed += 1
     return placed, left_out
+
+
+DEFAULT_EXCHANGE = "nbgrader.exchange.default"
+
+
+def needs_secret(config) -> bool:
+    """Whether the exchange an nbgrader configuration names releases feedback by the submission's secret:
+    nbgrader's own (the default) does; another (ngshare's, set by `ngshare_exchange.configureExchange`)
+    is taken at its word only when its release_feedback class is not nbgrader's."""
+    chosen = config.get("ExchangeFactory", {}).get("release_feedback")
+    if chosen is None:
+        return True
+    name = chosen if isinstance(chosen, str) else f"{chosen.__module__}.{chosen.__qualname__}"
+    return name.startswith(DEFAULT_EXCHANGE + ".")
