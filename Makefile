@@ -131,7 +131,7 @@ student-bundle: $(STAMP)
 # the pins against TensorFlow's own and-cuda requirements).
 COMPILE_FLAGS := --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
     --generate-hashes --no-header --no-annotate --quiet --no-emit-package rfc3987-syntax
-COMPILE := $(BIN)/uv pip compile pyproject.toml $(COMPILE_FLAGS) --override overrides.txt
+COMPILE := $(BIN)/uv pip compile pyproject.toml $(COMPILE_FLAGS) --override lock-overrides.txt
 lock:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet uv

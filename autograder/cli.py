@@ -203,7 +203,7 @@ def _formgrade(args) -> int:
     if not rows:
         raise GradingError(f"no graded rows in {run_folder.rows_dir}: run `autograder grade {args.assignment}` first")
     prepared = formgrade.prepare(run_folder, args.assignment, source, rows, layout.root, settings)
-    print(f"{prepared.root}: {len(prepared.students)} students, {prepared.written} written answers to grade"
+    print(f"{prepared.root}: {len(prepared.students)} students, {prepared.answers_to_grade} written answers to grade"
           + (" (the shared gradebook)" if settings.db_url else ""))
     for line in prepared.missing:
         print(f"  no autograded notebook here for {line} (graded on a cluster?)")
@@ -238,9 +238,9 @@ def _demo_class(args) -> int:
 
     layout = Layout.find()
     _source_folder(layout, args.assignment)
-    written = demo.write_class(layout.source_notebook(args.assignment), layout.release_notebook(args.assignment),
-                               Path(args.out))
-    for student_id, path in written.items():
+    paths = demo.write_class(layout.source_notebook(args.assignment), layout.release_notebook(args.assignment),
+                             Path(args.out))
+    for student_id, path in paths.items():
         print(f"{student_id}: {path}")
     return 0
 

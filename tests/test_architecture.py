@@ -230,6 +230,9 @@ def test_one_meaning_per_word():
              or (isinstance(node, ast.FunctionDef) and node.name == "names")}
     assert bound <= {"autograder.grading.pipeline", "autograder.grading.report", "autograder.lms.roster",
                      "autograder.lms.groups"}, bound
+    # `written` qualifies answers (a written-response cell's), which report lists; a waiting answer's
+    # reason is status.waiting_reason, how many wait answers_to_grade, a demo class's notebooks its paths
+    assert [name for name, tree in trees.items() if "written" in identifiers(tree)] == ["autograder.grading.report"]
     # `timeout` is the notebook's wall clock (GradingSettings.timeout, `timeout_s`); a cell's is
     # `cell_timeout`, the watchdog's deadline `wall_seconds`: no parameter of the grader is `timeout`
     assert [f"{name}:{node.lineno}" for name, tree in trees.items() for node in ast.walk(tree)

@@ -4,7 +4,7 @@ requirements.lock is the CPU environment (CI, students without a GPU); requireme
 one (the GPU runner, students with an NVIDIA GPU): the same pins except ONNX Runtime's distribution
 and TensorFlow's CUDA wheels, all of one CUDA major. hub/ngshare/requirements.lock is the ngshare
 service's own environment: the course's pins but SQLAlchemy's and alembic's. The conflicts the locks
-make on purpose (overrides.txt) are the only ones scripts/pip-check accepts."""
+make on purpose (lock-overrides.txt) are the only ones scripts/pip-check accepts."""
 
 from __future__ import annotations
 
@@ -251,7 +251,7 @@ def _pip_check():
 
 def test_pip_check_accepts_only_the_conflicts_overrides_txt_names(tmp_path):
     pip_check = _pip_check()
-    accepted = pip_check.accepted_conflicts(ROOT / "overrides.txt")
+    accepted = pip_check.accepted_conflicts(ROOT / "lock-overrides.txt")
     assert [(package, requirement, str(override)) for (package, requirement), override in accepted.items()] == \
         [("ngshare-exchange", "jupyter-core<4.11.2", "jupyter-core>=5")]
     named = "The package `ngshare-exchange` requires `jupyter-core<4.11.2`, but `5.9.1` is installed"
@@ -264,18 +264,18 @@ def test_pip_check_accepts_only_the_conflicts_overrides_txt_names(tmp_path):
     assert taken == [named] and len(refused) == 3, (taken, refused)
     # a line of another shape is never taken for an accepted one
     assert pip_check.unexplained("The package `x` is broken\n", accepted) == ([], ["The package `x` is broken"])
-    stray = tmp_path / "overrides.txt"
+    stray = tmp_path / "lock-overrides.txt"
     stray.write_text("# accepts: a requires b<2\nc>=1\n")
     with pytest.raises(SystemExit, match="is not about c>=1"):
         pip_check.accepted_conflicts(stray)
 
 
 def test_every_override_is_one_the_course_lock_needs():
-    """Each accepted conflict of overrides.txt still exists in the lock (the locked version of the
+    """Each accepted conflict of lock-overrides.txt still exists in the lock (the locked version of the
     required package is outside the requiring package's own range) and the override admits that version:
     an override nothing calls for is stale."""
     pins = lock_pins()
-    for (package, requirement), override in _pip_check().accepted_conflicts(ROOT / "overrides.txt").items():
+    for (package, requirement), override in _pip_check().accepted_conflicts(ROOT / "lock-overrides.txt").items():
         required = Requirement(requirement)
         assert package in pins and _normal(required.name) in pins, (package, requirement)
         own = [Requirement(text) for text in metadata.distribution(package).requires or []

@@ -37,10 +37,10 @@ def write_class(source_notebook: Path, release_notebook: Path, out: Path) -> dic
     source_nb = nbformat.read(source_notebook, as_version=4)
     release_nb = nbformat.read(release_notebook, as_version=4)
     students = {"solution": type_in_solutions(release_nb, source_nb), "blank": release_nb}
-    written = {}
+    paths = {}
     for student_id, notebook in students.items():
         path = out / student_id / release_notebook.name
         path.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(notebook, path)
-        written[student_id] = path
-    return written
+        paths[student_id] = path
+    return paths

@@ -42,7 +42,7 @@ GRADER = "formgrader"
 class Prepared:
     root: Path
     students: list[str] = field(default_factory=list)
-    written: int = 0                                    # answers waiting for a hand grade
+    answers_to_grade: int = 0                           # how many answers wait for a hand grade
     missing: list[str] = field(default_factory=list)    # rows without an autograded notebook here
 
 
@@ -107,7 +107,7 @@ def prepare(run_folder: RunFolder, assignment_id: str, source_dir: Path, rows: l
                 column = run_folder.column(notebook.name, grade.name)
                 grade.needs_manual_grade = column in row.answers_to_grade
                 grade.auto_score = None if grade.needs_manual_grade else row.cells.get(column, 0.0)
-                prepared.written += grade.needs_manual_grade
+                prepared.answers_to_grade += grade.needs_manual_grade
             gradebook.db.commit()
             if row.student_id not in prepared.students:
                 prepared.students.append(row.student_id)

@@ -42,7 +42,7 @@ def decide(outcome: "Outcome", findings: "Findings", timeout_s: float, memory_li
     elif result.timed_out_cell is not None:
         status, reason = Status.TIMEOUT, f"cell {result.timed_out_cell} ran past the time limit"
     elif result.answers_to_grade:
-        status, reason = Status.NEEDS_MANUAL_GRADE, written(result.answers_to_grade)
+        status, reason = Status.NEEDS_MANUAL_GRADE, waiting_reason(result.answers_to_grade)
     else:
         status, reason = Status.GRADED, ""
     if result is not None and result.feedback_failure:  # the points stand; the student gets no page
@@ -54,7 +54,7 @@ def decide(outcome: "Outcome", findings: "Findings", timeout_s: float, memory_li
     return Decision(status, reason, keeps_points)
 
 
-def written(answers_to_grade) -> str:
+def waiting_reason(answers_to_grade) -> str:
     return f"written answers to grade by hand: {', '.join(answers_to_grade)}"
 
 
@@ -62,5 +62,5 @@ def after_hand_grades(status: Status, reason: str, answers_to_grade) -> tuple[St
     """After the hand grades (overrides, the formgrader) are applied: a row that waited for them and
     has none left waiting is graded."""
     if status == Status.NEEDS_MANUAL_GRADE:
-        return (Status.NEEDS_MANUAL_GRADE, written(answers_to_grade)) if answers_to_grade else (Status.GRADED, "")
+        return (Status.NEEDS_MANUAL_GRADE, waiting_reason(answers_to_grade)) if answers_to_grade else (Status.GRADED, "")
     return status, reason
