@@ -104,6 +104,12 @@ def test_grading_kills_a_sandboxed_kernel_once_its_last_cell_answers_and_lets_an
     from autograder.nbgrader_setup.config import grading_config
     from autograder.settings import GradingSettings
 
-    chosen = {mode: grading_config(tmp_path, GradingSettings(sandbox=mode)).Execute.shutdown_kernel
+    from traitlets.config import Config
+
+    from autograder.nbgrader_setup.config import configure
+
+    chosen = {mode: grading_config(tmp_path, GradingSettings(sandbox=mode)).Execute.get("shutdown_kernel", "graceful")
               for mode in ("auto", "bwrap", "none")}
     assert chosen == {"auto": "immediate", "bwrap": "immediate", "none": "graceful"}
+    # nbgrader run by hand with the course's configuration (its kernel may have no sandbox): nbclient's default
+    assert "shutdown_kernel" not in configure(Config()).Execute

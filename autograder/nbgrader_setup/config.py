@@ -79,10 +79,6 @@ def configure(c: Config) -> Config:
     c.Autograde.autograde_preprocessors = autograde_preprocessors()
     c.Execute.timeout = CELL_TIMEOUT
     c.Execute.kernel_name = GRADING_KERNEL
-    # once the last cell has answered, nothing the kernel does can change a grade: it is killed (its
-    # sandbox's PID namespace and tmpfs with it) instead of waited for while TensorFlow's process winds
-    # down, about 1.4 s of every job (nbclient's `shutdown_kernel`); without a sandbox see grading_config
-    c.Execute.shutdown_kernel = "immediate"
     c.GenerateFeedback.preprocessors = feedback_preprocessors()
     # the course's late penalty (term.toml) when nbgrader charges one itself (named, not imported: the
     # grading layer sits above this one)
@@ -123,10 +119,14 @@ def grading_config(course_root: Path, settings: GradingSettings) -> Config:
     if settings.cell_timeout is not None:
         c.Execute.timeout = settings.cell_timeout
     c.Execute.kernel_name = GRADING_KERNEL
-    if settings.sandbox == "none":
-        # no tmpfs dies with the kernel: it exits by itself, so that its exit handlers remove what it put
-        # in the machine's /tmp (TensorFlow's autograph writes a file there per converted function)
-        c.Execute.shutdown_kernel = "graceful"
+    if settings.sandbox != "none":
+        # grading runs every kernel in a sandbox (or refuses to grade): once the last cell has answered,
+        # nothing the kernel does can change a grade, so it is killed, its sandbox's PID namespace and
+        # tmpfs with it, instead of waited for while TensorFlow's process winds down, about 1.4 s of every
+        # job (nbclient's `shutdown_kernel`). Without a sandbox, and in nbgrader run by hand (`configure`,
+        # whose kernel may run without one), it exits by itself, so that its exit handlers remove what
+        # it put in the machine's /tmp (TensorFlow's autograph writes a file there per converted function).
+        c.Execute.shutdown_kernel = "immediate"
     sanitize.configure(c)   # like the kernel, not optional: the course's configuration may add filters, not drop these
     return c
 

@@ -60,10 +60,14 @@ def _class(layout: Layout, assignment: str, students: int, folder: Path) -> Path
 
 def _nbgrader_course(layout: Layout, assignment: str, students: list[Path], course: Path) -> Path:
     """A plain nbgrader course directory: the course's configuration, the source generated, `students`
-    submitted."""
+    submitted. Its kernels run in a sandbox, as ours do, so it kills each once its last cell has answered,
+    as `autograder grade` does (the course's configuration alone lets a kernel exit by itself: nbgrader
+    run by hand may have no sandbox)."""
     (course / "source").mkdir(parents=True)
     shutil.copytree(layout.source / assignment, course / "source" / assignment)
     shutil.copyfile(layout.root / "nbgrader_config.py", course / "nbgrader_config.py")
+    with (course / "nbgrader_config.py").open("a", encoding="utf-8") as config:
+        config.write('\nc.Execute.shutdown_kernel = "immediate"   # sandboxed kernels, as in autograder grade\n')
     subprocess.run([str(BIN / "nbgrader"), "generate_assignment", assignment, "--force"], cwd=course, env=ENV,
                    check=True, capture_output=True)
     for student in students:
