@@ -159,6 +159,23 @@ def test_grading_report_escapes_every_value_and_shows_each_row(tmp_path):
     assert page.startswith("<!doctype html>") and "border-collapse" in page
 
 
+def test_the_pass_rate_of_a_written_answer_counts_only_the_graded_and_says_how_many_wait(tmp_path):
+    """A written answer waiting for its hand grade has 0 in the gradebook, which is no grade: the report's
+    pass-rate table counts the rows that graded the cell and says how many wait."""
+    from autograder.grading import report
+    from autograder.grading.results import ClassResult, Row
+    from autograder.runfolder import Status
+
+    waiting = dict(status=Status.NEEDS_MANUAL_GRADE, answers_to_grade={"why": "because"})
+    rows = [Row("101", "00", score=1, max_score=4, cells={"test_a": 1.0, "why": 0.0}, **waiting),
+            Row("102", "00", score=1, max_score=4, cells={"test_a": 0.0, "why": 0.0}, **waiting),
+            Row("103", "00", score=3, max_score=4, cells={"test_a": 1.0, "why": 2.0})]
+    rates = report.pass_rates(ClassResult("00", rows, ["test_a", "why"], 4.0, tmp_path))
+    assert {cell: str(rate) for cell, rate in rates.items()} == {"test_a": "67%", "why": "100% (2 wait for a hand grade)"}
+    page = report.write_html(ClassResult("00", rows[:2], ["test_a", "why"], 4.0, tmp_path)).read_text(encoding="utf-8")
+    assert "<td>why</td><td>2 wait for a hand grade</td>" in page and "<td>test_a</td><td>50%</td>" in page
+
+
 def test_the_report_shows_names_and_renders_written_answers_without_running_them(tmp_path):
     """report.html: the students' names beside their ids; a written answer rendered as the student wrote it
     to be read (markdown, math drawn), its active markup dropped or shown as text."""

@@ -70,13 +70,29 @@ def written_answers(result: ClassResult) -> list[WrittenAnswer]:
             for (_, _, cell), (students, names, row, answer) in found.items()]
 
 
-def pass_rates(result: ClassResult) -> dict[str, float]:
-    """Per cell column: the share of the rows that scored that cell's notebook with points in it."""
+@dataclass(frozen=True)
+class PassRate:
+    """One cell column of the report's pass-rate table."""
+    share: float | None   # of the rows that graded the cell, those with points in it; None: none graded it
+    waiting: int          # rows whose answer in the cell waits for a hand grade (not counted in `share`)
+
+    def __str__(self) -> str:
+        waits = f"{self.waiting} {'waits' if self.waiting == 1 else 'wait'} for a hand grade"
+        if self.share is None:
+            return waits
+        return f"{self.share:.0%}" + (f" ({waits})" if self.waiting else "")
+
+
+def pass_rates(result: ClassResult) -> dict[str, PassRate]:
+    """Per cell column: the share of the rows that graded that cell with points in it; a written answer
+    that waits for its hand grade is counted apart (its 0 in the gradebook is no grade)."""
     rates = {}
     for cell in result.grade_cells:
         scored = [row for row in result.rows if cell in row.cells]
+        graded = [row for row in scored if cell not in row.answers_to_grade]
         if scored:
-            rates[cell] = sum(1 for row in scored if row.cells[cell] > 0) / len(scored)
+            rates[cell] = PassRate(sum(1 for row in graded if row.cells[cell] > 0) / len(graded) if graded else None,
+                                   len(scored) - len(graded))
     return rates
 
 
