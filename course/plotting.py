@@ -1,11 +1,17 @@
-"""Small matplotlib helpers so every plot in the course has a title, labelled axes and units.
+"""Small matplotlib helpers so every plot in the course has a title, labelled axes and units, and a
+description for a reader who cannot see it.
 
-Each function takes the data and the words, draws one figure and returns it; the notebook shows
-it (or `save` writes it). Nothing here is global state: no style sheets, no rcParams changes.
+Each drawing function takes the data and the words, draws one figure and returns it, with a text
+description of what it shows and the numbers it is about (`description`); `show` puts it in the
+notebook as an image whose alternative text is that description (the `alt` of the output's image/png
+metadata, which nbconvert's pages use), and refuses a figure that has none. `save` writes it to a file.
+Nothing here is global state: no style sheets, no rcParams changes.
 """
 
 from __future__ import annotations
 
+import base64
+import io
 import textwrap
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -13,6 +19,75 @@ from typing import Mapping, Sequence
 import numpy as np
 from matplotlib import pyplot
 from matplotlib.figure import Figure
+
+
+def _number(value: float) -> str:
+    """A value as a reader hears it: three significant digits, no exponent for everyday sizes."""
+    value = float(value)
+    if value != value:   # NaN
+        return "no value"
+    return f"{value:,.3g}" if abs(value) >= 1e-3 or value == 0 else f"{value:.2e}"
+
+
+def describe_lines(x: Sequence[float], series: Mapping[str, Sequence[float]], *, title: str, xlabel: str,
+                   ylabel: str) -> str:
+    """What `lines` draws, in words and numbers: each series' first and last value, and its smallest and
+    largest where they are elsewhere."""
+    xs = list(x)
+    parts = []
+    for label, values in series.items():
+        ys = [float(value) for value in values]
+        text = f"{label}: {_number(ys[0])} at {_number(xs[0])}"
+        if len(ys) > 1:
+            text += f" to {_number(ys[-1])} at {_number(xs[-1])}"
+            low, high = min(range(len(ys)), key=ys.__getitem__), max(range(len(ys)), key=ys.__getitem__)
+            extremes = [f"{word} {_number(ys[index])} at {_number(xs[index])}"
+                        for word, index in (("lowest", low), ("highest", high)) if index not in (0, len(ys) - 1)]
+            text += f" ({', '.join(extremes)})" if extremes else ""
+        parts.append(text)
+    return f"Line plot, {title}: {ylabel} against {xlabel}. " + "; ".join(parts) + "."
+
+
+def describe_bars(labels: Sequence[str], values: Sequence[float], *, title: str, ylabel: str) -> str:
+    """What `bars` draws, in words and numbers: every bar's value."""
+    pairs = ", ".join(f"{' '.join(str(label).split())} {_number(value)}" for label, value in zip(labels, values))
+    return f"Bar chart, {title}: {ylabel}. {pairs}."
+
+
+def describe_grid(rows: Sequence[Sequence], *, title: str, row_labels: Sequence[str] | None,
+                  column_labels: Sequence[str] | None, vmin: float | None, vmax: float | None) -> str:
+    """What `image_grid` draws: its rows and columns, and the grey scale they share."""
+    text = f"Image grid, {title}: {len(rows)} row{'s' if len(rows) != 1 else ''} of {max(len(row) for row in rows)} images"
+    if row_labels:
+        text += "; rows, top to bottom: " + ", ".join(row_labels)
+    if column_labels:
+        text += "; columns, left to right: " + ", ".join(column_labels)
+    if vmin is not None and vmax is not None:
+        text += f"; one grey scale from {_number(vmin)} (black) to {_number(vmax)} (white)"
+    return text + "."
+
+
+def description(figure: Figure) -> str:
+    """The description a drawing function gave `figure` ("" for a figure drawn otherwise)."""
+    return figure.get_label()
+
+
+def show(figure: Figure | None = None, alt: str = "") -> None:
+    """`figure` (default: pyplot's current one) shown in the notebook as a PNG whose alternative text is
+    `alt` (what the figure is for, in the notebook's words) followed by its `description`; then closed,
+    so it is shown once. Raises ValueError for a figure with neither: every figure has a description."""
+    from IPython.display import display
+
+    figure = figure or pyplot.gcf()
+    text = " ".join(part for part in (alt.strip(), description(figure)) if part)
+    if not text:
+        pyplot.close(figure)
+        raise ValueError("a figure without a description: draw it with course.plotting, or give show() alt=...")
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    pyplot.close(figure)
+    display({"image/png": base64.b64encode(buffer.getvalue()).decode("ascii"), "text/plain": text},
+            raw=True, metadata={"image/png": {"alt": text}})
 
 
 def _require(**words: str) -> None:
@@ -45,6 +120,7 @@ def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], *, title: s
     if len(series) > 1:
         axes.legend()
     figure.tight_layout()
+    figure.set_label(describe_lines(x, series, title=title, xlabel=xlabel, ylabel=ylabel))
     return figure
 
 
@@ -60,6 +136,7 @@ def bars(labels: Sequence[str], values: Sequence[float], *, title: str, ylabel: 
     axes.set(title=title, ylabel=ylabel)
     axes.grid(True, axis="y", alpha=0.3)
     figure.tight_layout()
+    figure.set_label(describe_bars(labels, values, title=title, ylabel=ylabel))
     return figure
 
 
@@ -97,6 +174,8 @@ def image_grid(rows: Sequence[Sequence], *, title: str, row_labels: Sequence[str
                 panel.set_title(column_labels[column_index], fontsize=9)
     figure.suptitle(title)
     figure.tight_layout()
+    figure.set_label(describe_grid(rows, title=title, row_labels=row_labels, column_labels=column_labels,
+                                   vmin=vmin if grey else None, vmax=vmax if grey else None))
     return figure
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from course import gpu, kernel, syllabus
 from course.layout import Layout
 
+TEMPLATES = Path(__file__).resolve().parent / "templates"   # nbconvert templates of the course's pages
+
 
 @dataclass(frozen=True)
 class RunResult:
@@ -97,11 +99,33 @@ def _logger_to_file(name: str, path: Path):
         handler.close()
 
 
+IMAGES = ("image/png", "image/jpeg", "image/svg+xml")
+
+
+def undescribed_figures(executed: Path) -> list[str]:
+    """The cells of an executed notebook ("cell N") that show an image without alternative text (the
+    `alt` of the output's metadata for its type, or of the cell's metadata): `course.plotting.show`
+    always gives one, pyplot's own display none."""
+    import nbformat
+
+    found = []
+    for index, cell in enumerate(nbformat.read(executed, as_version=4).cells):
+        for output in cell.get("outputs", []):
+            for kind in IMAGES:
+                if kind in output.get("data", {}):
+                    alt = (output.get("metadata", {}).get(kind) or {}).get("alt") or cell.metadata.get("alt")
+                    if not str(alt or "").strip():
+                        found.append(f"cell {index}")
+    return found
+
+
 def write_html(executed: Path) -> Path:
     import nbconvert
     import nbformat
 
-    body, _ = nbconvert.HTMLExporter().from_notebook_node(nbformat.read(executed, as_version=4))
+    # nbconvert's lab page with the figures' alternative text (course/templates/course_lab)
+    exporter = nbconvert.HTMLExporter(template_name="course_lab", extra_template_basedirs=[str(TEMPLATES)])
+    body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
     html = executed.with_suffix(".html")
     html.write_text(body, encoding="utf-8")
     return html

@@ -48,6 +48,9 @@ def test_solution_full_marks_blank_zero_feedback_without_hidden_tests(assignment
               if nbgrader_meta(cell).get("grade") and not nbgrader_meta(cell).get("solution")
               for chunk in notebooks.secret_chunks(cell.source)]
     public = notebooks.squash("".join(cell.source for cell in released(assignment_id).cells))
+    # every figure the solution draws carries its description into the feedback page (nbconvert writes
+    # its own placeholder for an image without one)
+    assert "No description has been provided" not in solution.feedback.read_text(encoding="utf-8")
     for row in (solution, blank):
         page = notebooks.squashed_text(row.feedback.read_text(encoding="utf-8"))
         found = notebooks.leaked(hidden, page, public)

@@ -259,7 +259,57 @@ def test_doctor_text_and_json_formats():
     assert json.loads(doctor.format_json(diagnosis))["ok"] is False
 
 
-# plotting -----------------------------------------------------------------------------------------
+# plotting ------------------------------------------------------------------------------
+
+
+def test_every_course_figure_describes_what_it_shows_with_its_numbers():
+    from course import plotting
+
+    lines = plotting.lines([1, 2, 4, 8], {"eager": [3, 2, 0.5, 1], "graph": [1, 1, 1, 1]}, title="Dispatch",
+                           xlabel="ops", ylabel="ms per op")
+    assert plotting.description(lines) == ("Line plot, Dispatch: ms per op against ops. eager: 3 at 1 to 1 at 8 "
+                                           "(lowest 0.5 at 4); graph: 1 at 1 to 1 at 8.")
+    bars = plotting.bars(["copy last\nframe", "model"], [0.12, 0.0341], title="Error", ylabel="MAE")
+    assert plotting.description(bars) == "Bar chart, Error: MAE. copy last frame 0.12, model 0.0341."
+    grid = plotting.image_grid([[[[0, 1], [1, 0]]] * 3], title="Frames", row_labels=["truth"])
+    assert plotting.description(grid) == ("Image grid, Frames: 1 row of 3 images; rows, top to bottom: truth; "
+                                          "one grey scale from 0 (black) to 1 (white).")
+
+
+def test_show_gives_the_image_its_description_as_alt_text_and_refuses_a_figure_without_one(monkeypatch):
+    from matplotlib import pyplot
+
+    from course import plotting
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda data, **options: shown.append((data, options)))
+    figure = plotting.bars(["a", "b"], [1, 2.5], title="T", ylabel="y")
+    plotting.show(figure, alt="Why it is drawn.")
+    data, options = shown[0]
+    assert options["raw"] and options["metadata"] == {"image/png": {"alt": "Why it is drawn. Bar chart, T: y. a 1, b 2.5."}}
+    assert data["image/png"] and data["text/plain"] == options["metadata"]["image/png"]["alt"]
+    assert not pyplot.fignum_exists(figure.number), "shown once: the inline backend does not show it again"
+    bare, _ = pyplot.subplots()
+    with pytest.raises(ValueError, match="a figure without a description"):
+        plotting.show(bare)
+    assert plotting.show(plotting.lines([1], {"a": [1]}, title="t", xlabel="x", ylabel="y")) is None
+
+
+def test_a_figure_shown_without_alt_text_is_found_in_the_executed_notebook(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    from course import runner
+
+    png = {"image/png": "iVBORw0KGgo="}
+    notebook = new_notebook(cells=[
+        new_code_cell("a", outputs=[new_output("display_data", data=png, metadata={"image/png": {"alt": "Bars."}})]),
+        new_code_cell("b", outputs=[new_output("display_data", data=png)]),
+        new_code_cell("c", outputs=[new_output("display_data", data=png, metadata={"image/png": {"alt": " "}})]),
+        new_code_cell("d", metadata={"alt": "Said by the cell."}, outputs=[new_output("display_data", data=png)])])
+    nbformat.write(notebook, tmp_path / "x.ipynb")
+    assert runner.undescribed_figures(tmp_path / "x.ipynb") == ["cell 1", "cell 2"]
+
 
 def test_plots_have_titles_and_labelled_axes(tmp_path):
     import matplotlib

@@ -83,6 +83,8 @@ def run(layout: Layout, profile: str = "ci", say: Callable[[str], None] = print)
             line.problems.append(f"{result.error} (kernel log: {_shown(layout, result.kernel_log)})")
         if result.executed and result.executed.exists():
             line.tests_passed, line.tests_total = tests_passed(result.executed)
+            line.problems += [f"a figure without a description (course.plotting.show gives one): {where}"
+                              for where in runner.undescribed_figures(result.executed)]
             if profile == "gpu":  # a GPU-only cell that skipped on the GPU runner is a failure there
                 line.problems += [f"a GPU-only cell skipped: {text}" for text in gpu.skipped_cells(result.executed)]
         line.problems += [problem for problem in drift if problem.startswith(f"release/{result.assignment}")]
