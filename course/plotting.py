@@ -26,7 +26,11 @@ def _number(value: float) -> str:
     value = float(value)
     if value != value:   # NaN
         return "no value"
-    return f"{value:,.3g}" if abs(value) >= 1e-3 or value == 0 else f"{value:.2e}"
+    if value.is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.3g}" if abs(value) >= 1e-3 else f"{value:.2e}"
 
 
 def describe_lines(x: Sequence[float], series: Mapping[str, Sequence[float]], *, title: str, xlabel: str,
