@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+import nbgrader
 from jupyter_core.paths import jupyter_config_path
 from nbgrader.converters import Autograde, GenerateFeedback
 from nbgrader.preprocessors import Execute, IgnorePattern, IncludeHeaderFooter, InstantiateTests, LimitOutput
@@ -38,6 +39,10 @@ from autograder.nbgrader_setup import sanitize
 from autograder.nbgrader_setup.preprocessors import (FilterLogNoise, HideHiddenTests, InjectProfile, LimitOutputSize,
                                                      MarkWaitingAnswers)
 from autograder.settings import GradingSettings
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"   # nbconvert templates of the grader's pages
+# nbgrader's own, whose feedback page templates/feedback/course_feedback.html.j2 extends
+NBGRADER_TEMPLATES = Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates"
 
 COURSE_ID = "tf-internals"
 CELL_TIMEOUT = 600
@@ -127,6 +132,12 @@ def grading_config(course_root: Path, settings: GradingSettings) -> Config:
         # whose kernel may run without one), it exits by itself, so that its exit handlers remove what
         # it put in the machine's /tmp (TensorFlow's autograph writes a file there per converted function).
         c.Execute.shutdown_kernel = "immediate"
+    # nbgrader's feedback page, whose list of scores names an answer waiting for its hand grade as waiting
+    # (templates/feedback/course_feedback.html.j2, which extends nbgrader's feedback/index.html.j2: the
+    # template folder `feedback` is found in both, this one first)
+    c.HTMLExporter.template_name = "feedback"
+    c.HTMLExporter.template_file = "course_feedback.html.j2"
+    c.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), str(NBGRADER_TEMPLATES)]
     sanitize.configure(c)   # like the kernel, not optional: the course's configuration may add filters, not drop these
     return c
 

@@ -7,8 +7,9 @@ automatic nor a manual score), so a page made before the hand grade shows a writ
 after nbgrader's `GetGrades`) finds in the gradebook the manually graded answer cells (grade and
 solution) that still need their manual grade and, through what the template reads:
 - shows each such answer without points (its cell's `grade` set to false: the template then heads it
-  "Student's answer", as an answer that is not graded, and leaves it out of the list of scores at the
-  top) and puts a note above it: "Waits for a hand grade (2 points): not graded when this page was
+  "Student's answer", as an answer that is not graded; nbgrader's template leaves it out of the list of
+  scores at the top, grading's `course_feedback` lists it as waiting, from the cell's
+  `waits_for_hand_grade`) and puts a note above it: "Waits for a hand grade (2 points): not graded when this page was
   made ...". The hand grade reaches grades.csv and the LMS's import (`autograder export`), and every
   `autograder grade` after it makes the page again with the grade in the gradebook, where this step
   no longer marks the answer (`autograder.grading.feedback_pages`: a local run on the course's own
@@ -47,6 +48,7 @@ def mark_waiting(nb, resources: dict, waiting: dict[str, float]):
             points.append(waiting[grade_id])
             cells.append(new_markdown_cell(waiting_note(waiting[grade_id])))
             cell.metadata.nbgrader["grade"] = False
+            cell.metadata["waits_for_hand_grade"] = waiting[grade_id]   # the list of scores names it (course_feedback)
         cells.append(cell)
     if points:
         nb.cells = cells
