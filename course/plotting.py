@@ -100,18 +100,26 @@ def _require(**words: str) -> None:
         raise ValueError(f"a course plot needs {', '.join(empty)}")
 
 
+# Okabe and Ito's colours, told apart with every common colour-vision deficiency (their yellow left out:
+# too pale on white), and a marker per series as well, so no series is known by its colour alone
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+
+
 def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], *, title: str, xlabel: str, ylabel: str,
-          logx: bool = False, logy: bool = False, marker: str = "o",
+          logx: bool = False, logy: bool = False, marker: str | None = None,
           bands: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None) -> Figure:
-    """One line per series against the same x, with a legend. `bands` maps a series' label to (low,
-    high) values at the same x, drawn as a shaded band in the line's colour (e.g. the spread over seeds)."""
+    """One line per series against the same x, with a legend, each in a colour and a marker of its own
+    (`marker` gives every series the same one). `bands` maps a series' label to (low, high) values at the
+    same x, drawn as a shaded band in the line's colour (e.g. the spread over seeds)."""
     _require(title=title, xlabel=xlabel, ylabel=ylabel)
     unknown = sorted(set(bands or {}) - set(series))
     if unknown:
         raise ValueError(f"bands for series that are not drawn: {unknown}")
     figure, axes = pyplot.subplots(figsize=(6.4, 4))
-    for label, values in series.items():
-        line, = axes.plot(list(x), list(values), marker=marker, label=label)
+    for index, (label, values) in enumerate(series.items()):
+        line, = axes.plot(list(x), list(values), marker=marker or MARKERS[index % len(MARKERS)],
+                          color=PALETTE[index % len(PALETTE)], label=label)
         if bands and label in bands:
             low, high = bands[label]
             axes.fill_between(list(x), list(low), list(high), color=line.get_color(), alpha=0.2, linewidth=0)
@@ -136,7 +144,7 @@ def bars(labels: Sequence[str], values: Sequence[float], *, title: str, ylabel: 
     figure, axes = pyplot.subplots(figsize=(6.4, 4))
     width = max(6, 56 // max(1, len(labels)))   # characters that fit under one bar at the default size
     shown = ["\n".join(textwrap.fill(line, width) for line in str(label).splitlines()) for label in labels]
-    axes.bar(shown, list(values), yerr=list(errors) if errors is not None else None, capsize=4)
+    axes.bar(shown, list(values), yerr=list(errors) if errors is not None else None, capsize=4, color=PALETTE[0])
     axes.set(title=title, ylabel=ylabel)
     axes.grid(True, axis="y", alpha=0.3)
     figure.tight_layout()
