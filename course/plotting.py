@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 import textwrap
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -22,15 +23,19 @@ from matplotlib.figure import Figure
 
 
 def _number(value: float) -> str:
-    """A value as a reader hears it: three significant digits, no exponent for everyday sizes."""
+    """A value as a reader hears it: three significant digits (a whole number whole), no exponent for
+    everyday sizes."""
     value = float(value)
-    if value != value:   # NaN
+    if math.isnan(value):
         return "no value"
+    if math.isinf(value):
+        return "infinity" if value > 0 else "minus infinity"
     if value.is_integer() and abs(value) < 1e15:
         return f"{int(value):,}"
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    return f"{value:.3g}" if abs(value) >= 1e-3 else f"{value:.2e}"
+    rounded = float(f"{value:.3g}")
+    if 1000 <= abs(rounded) < 1e15:
+        return f"{rounded:,.0f}"
+    return f"{rounded:.3g}" if 1e-3 <= abs(rounded) < 1e15 else f"{value:.2e}"
 
 
 def describe_lines(x: Sequence[float], series: Mapping[str, Sequence[float]], *, title: str, xlabel: str,
@@ -44,22 +49,25 @@ def describe_lines(x: Sequence[float], series: Mapping[str, Sequence[float]], *,
         text = f"{label}: {_number(ys[0])} at {_number(xs[0])}"
         if len(ys) > 1:
             text += f" to {_number(ys[-1])} at {_number(xs[-1])}"
-            low, high = min(range(len(ys)), key=ys.__getitem__), max(range(len(ys)), key=ys.__getitem__)
-            extremes = [f"{word} {_number(ys[index])} at {_number(xs[index])}"
-                        for word, index in (("lowest", low), ("highest", high)) if index not in (0, len(ys) - 1)]
-            text += f" ({', '.join(extremes)})" if extremes else ""
+            finite = [index for index, value in enumerate(ys) if math.isfinite(value)]
+            if finite:
+                low, high = min(finite, key=ys.__getitem__), max(finite, key=ys.__getitem__)
+                extremes = [f"{word} {_number(ys[index])} at {_number(xs[index])}"
+                            for word, index in (("lowest", low), ("highest", high)) if index not in (0, len(ys) - 1)]
+                text += f" ({', '.join(extremes)})" if extremes else ""
         parts.append(text)
     return f"Line plot, {title}: {ylabel} against {xlabel}. " + "; ".join(parts) + "."
 
 
 def describe_bars(labels: Sequence[str], values: Sequence[float], *, title: str, ylabel: str) -> str:
     """What `bars` draws, in words and numbers: every bar's value."""
-    pairs = ", ".join(f"{' '.join(str(label).split())} {_number(value)}" for label, value in zip(labels, values))
+    pairs = "; ".join(f"{' '.join(str(label).split())}: {_number(value)}" for label, value in zip(labels, values))
     return f"Bar chart, {title}: {ylabel}. {pairs}."
 
 
 def describe_grid(rows: Sequence[Sequence], *, title: str, row_labels: Sequence[str] | None,
-                  column_labels: Sequence[str] | None, vmin: float | None, vmax: float | None) -> str:
+                  column_labels: Sequence[str] | None, vmin: float | None, vmax: float | None,
+                  cmap: str | None = "gray") -> str:
     """What `image_grid` draws: its rows and columns, and the grey scale they share."""
     text = f"Image grid, {title}: {len(rows)} row{'s' if len(rows) != 1 else ''} of {max(len(row) for row in rows)} images"
     if row_labels:
@@ -67,7 +75,8 @@ def describe_grid(rows: Sequence[Sequence], *, title: str, row_labels: Sequence[
     if column_labels:
         text += "; columns, left to right: " + ", ".join(column_labels)
     if vmin is not None and vmax is not None:
-        text += f"; one grey scale from {_number(vmin)} (black) to {_number(vmax)} (white)"
+        text += (f"; one grey scale from {_number(vmin)} (black) to {_number(vmax)} (white)" if cmap in ("gray", "grey")
+                 else f"; one {cmap} colour scale from {_number(vmin)} to {_number(vmax)}")
     return text + "."
 
 
@@ -187,7 +196,7 @@ def image_grid(rows: Sequence[Sequence], *, title: str, row_labels: Sequence[str
     figure.suptitle(title)
     figure.tight_layout()
     figure.set_label(describe_grid(rows, title=title, row_labels=row_labels, column_labels=column_labels,
-                                   vmin=vmin if grey else None, vmax=vmax if grey else None))
+                                   vmin=vmin if grey else None, vmax=vmax if grey else None, cmap=cmap))
     return figure
 
 

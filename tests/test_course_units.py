@@ -270,7 +270,11 @@ def test_every_course_figure_describes_what_it_shows_with_its_numbers():
     assert plotting.description(lines) == ("Line plot, Dispatch: ms per op against ops. eager: 3 at 1 to 1 at 8 "
                                            "(lowest 0.5 at 4); graph: 1 at 1 to 1 at 8.")
     bars = plotting.bars(["copy last\nframe", "model"], [0.12, 0.0341], title="Error", ylabel="MAE")
-    assert plotting.description(bars) == "Bar chart, Error: MAE. copy last frame 0.12, model 0.0341."
+    assert plotting.description(bars) == "Bar chart, Error: MAE. copy last frame: 0.12; model: 0.0341."
+    assert [plotting._number(value) for value in (1024, 999.6, -999.7, 0.0009996, 1234.5, 1e-12, float("nan"))] == \
+        ["1,024", "1,000", "-1,000", "0.001", "1,230", "1.00e-12", "no value"]
+    gapped = plotting.lines([1, 2, 3], {"a": [float("nan"), 3, 1]}, title="t", xlabel="x", ylabel="y")
+    assert plotting.description(gapped).endswith("a: no value at 1 to 1 at 3 (highest 3 at 2).")
     grid = plotting.image_grid([[[[0, 1], [1, 0]]] * 3], title="Frames", row_labels=["truth"])
     assert plotting.description(grid) == ("Image grid, Frames: 1 row of 3 images; rows, top to bottom: truth; "
                                           "one grey scale from 0 (black) to 1 (white).")
@@ -286,13 +290,16 @@ def test_show_gives_the_image_its_description_as_alt_text_and_refuses_a_figure_w
     figure = plotting.bars(["a", "b"], [1, 2.5], title="T", ylabel="y")
     plotting.show(figure, alt="Why it is drawn.")
     data, options = shown[0]
-    assert options["raw"] and options["metadata"] == {"image/png": {"alt": "Why it is drawn. Bar chart, T: y. a 1, b 2.5."}}
+    assert options["raw"] and options["metadata"] == {"image/png": {"alt": "Why it is drawn. Bar chart, T: y. a: 1; b: 2.5."}}
     assert data["image/png"] and data["text/plain"] == options["metadata"]["image/png"]["alt"]
     assert not pyplot.fignum_exists(figure.number), "shown once: the inline backend does not show it again"
     bare, _ = pyplot.subplots()
     with pytest.raises(ValueError, match="a figure without a description"):
         plotting.show(bare)
-    assert plotting.show(plotting.lines([1], {"a": [1]}, title="t", xlabel="x", ylabel="y")) is None
+    # without a figure: pyplot's current one, as the notebooks call it
+    plotting.lines([1], {"a": [1]}, title="t", xlabel="x", ylabel="y")
+    plotting.show()
+    assert shown[-1][1]["metadata"]["image/png"]["alt"] == "Line plot, t: y against x. a: 1 at 1."
 
 
 def test_a_figure_shown_without_alt_text_is_found_in_the_executed_notebook(tmp_path):
@@ -309,6 +316,21 @@ def test_a_figure_shown_without_alt_text_is_found_in_the_executed_notebook(tmp_p
         new_code_cell("d", metadata={"alt": "Said by the cell."}, outputs=[new_output("display_data", data=png)])])
     nbformat.write(notebook, tmp_path / "x.ipynb")
     assert runner.undescribed_figures(tmp_path / "x.ipynb") == ["cell 1", "cell 2"]
+
+
+def test_the_executed_notebooks_page_gives_each_described_image_its_alt_text(tmp_path):
+    """runner.write_html: nbconvert's lab page, whose template leaves alt out, with the figure's description."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    from course import runner
+
+    png = {"image/png": "iVBORw0KGgo="}
+    notebook = new_notebook(cells=[new_code_cell("a", outputs=[new_output(
+        "display_data", data=png, metadata={"image/png": {"alt": "Bar chart, T: y. a: 1 < 2."}})])])
+    nbformat.write(notebook, tmp_path / "x.ipynb")
+    page = runner.write_html(tmp_path / "x.ipynb").read_text(encoding="utf-8")
+    assert 'alt="Bar chart, T: y. a: 1 &lt; 2."' in page and "No description has been provided" not in page
 
 
 def test_plots_have_titles_and_labelled_axes(tmp_path):

@@ -122,7 +122,7 @@ def test_a_feedback_page_keeps_no_active_student_markup_and_keeps_what_a_student
     assert "<h4>markup, without the 2 points graded by hand (Score: 1.0 / 3.0)</h4>" in body
     # ...and so does the list of scores at the top (nbgrader's own template leaves the answer out)
     toc = body[body.index('<div id="toc">'):body.index("</ol>")]
-    assert "<li>Written response (waits for a hand grade: 2.0 points)</li>" in toc, toc
+    assert "<li>Written response (waits for a hand grade: 2 points)</li>" in toc, toc
     assert body.count('<div id="toc">') == 1 and body.count("plain text printed by the student") == 1, "the page once"
 
 

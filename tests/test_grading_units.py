@@ -107,9 +107,14 @@ def test_mark_waiting_answers_says_an_answer_waits_instead_of_showing_0_points()
     assert test_after.metadata.nbgrader["grade"] is True, "a test cell is never an answer to grade by hand"
     assert resources["nbgrader"]["notebook"] == "ps1, without the 2 points graded by hand"
     assert resources["nbgrader"]["score"] == 4.5
+    assert why.metadata["waits_for_hand_grade"] == {"kind": "Written response", "points": "2 points"}
+    assert "waits_for_hand_grade" not in how.metadata and "waits_for_hand_grade" not in test_after.metadata
     untouched = nbformat.v4.new_notebook(cells=[answer("why", 2.0)])
+    # a student's own cell metadata cannot say an answer waits: only this step does
+    untouched.cells[0].metadata["waits_for_hand_grade"] = {"kind": "Written response", "points": "50 points"}
     _, same = mark_waiting(untouched, {"nbgrader": {"notebook": "ps1"}}, {})
     assert len(untouched.cells) == 1 and same["nbgrader"]["notebook"] == "ps1"
+    assert "waits_for_hand_grade" not in untouched.cells[0].metadata
 
 
 def test_the_status_is_decided_in_one_place_from_the_run_and_the_tamper_findings():

@@ -6,7 +6,8 @@ configurable preprocessor lists:
 - Autograde: `InjectProfile` before `Execute`; `FilterLogNoise` in place of `IgnorePattern`;
   `LimitOutputSize` after `LimitOutput`;
 - GenerateFeedback: `HideHiddenTests` after `GetGrades`, `MarkWaitingAnswers` last (a written answer
-  that waits for a hand grade is said to, not shown as 0 points);
+  that waits for a hand grade is said to, not shown as 0 points), and its page's template: nbgrader's
+  feedback page whose list of scores says so too (`templates/feedback/course_feedback.html.j2`);
 - HTMLExporter (feedback pages, the formgrader's views): nbconvert's sanitising, with the course's
   allowlist (`autograder.nbgrader_setup.sanitize`), so no markup of a student's runs where they are read;
 and runs every kernel nbgrader starts as the grading kernel spec (`kernelspec.GRADING_KERNEL`), whose
@@ -85,6 +86,13 @@ def configure(c: Config) -> Config:
     c.Execute.timeout = CELL_TIMEOUT
     c.Execute.kernel_name = GRADING_KERNEL
     c.GenerateFeedback.preprocessors = feedback_preprocessors()
+    # its page: nbgrader's, whose list of scores names an answer waiting for its hand grade as waiting
+    # (templates/feedback/course_feedback.html.j2, which extends nbgrader's feedback/index.html.j2: the
+    # template folder `feedback` is found in both, this one first). Set for GenerateFeedback's own exporter
+    # (nbgrader makes it with the converter as its parent), so the formgrader's views keep their template.
+    c.GenerateFeedback.HTMLExporter.template_name = "feedback"
+    c.GenerateFeedback.HTMLExporter.template_file = "course_feedback.html.j2"
+    c.GenerateFeedback.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), str(NBGRADER_TEMPLATES)]
     # the course's late penalty (term.toml) when nbgrader charges one itself (named, not imported: the
     # grading layer sits above this one)
     c.AssignLatePenalties.plugin_class = "autograder.grading.lateness.TermPenalty"
@@ -132,12 +140,6 @@ def grading_config(course_root: Path, settings: GradingSettings) -> Config:
         # whose kernel may run without one), it exits by itself, so that its exit handlers remove what
         # it put in the machine's /tmp (TensorFlow's autograph writes a file there per converted function).
         c.Execute.shutdown_kernel = "immediate"
-    # nbgrader's feedback page, whose list of scores names an answer waiting for its hand grade as waiting
-    # (templates/feedback/course_feedback.html.j2, which extends nbgrader's feedback/index.html.j2: the
-    # template folder `feedback` is found in both, this one first)
-    c.HTMLExporter.template_name = "feedback"
-    c.HTMLExporter.template_file = "course_feedback.html.j2"
-    c.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), str(NBGRADER_TEMPLATES)]
     sanitize.configure(c)   # like the kernel, not optional: the course's configuration may add filters, not drop these
     return c
 

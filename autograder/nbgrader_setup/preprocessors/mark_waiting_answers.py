@@ -29,6 +29,9 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
 
 
+WAITS = "waits_for_hand_grade"   # the cell metadata that marks a waiting answer for the feedback template
+
+
 def _points(points: float) -> str:
     return f"{points:g} point" + ("" if points == 1 else "s")
 
@@ -43,12 +46,15 @@ def mark_waiting(nb, resources: dict, waiting: dict[str, float]):
     shown without points and with a note above it, and the page's heading saying its total leaves them out."""
     cells, points = [], []
     for cell in nb.cells:
+        cell.metadata.pop(WAITS, None)   # only this step says an answer waits (a student's own metadata does not)
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         if is_grade(cell) and is_solution(cell) and grade_id in waiting:
             points.append(waiting[grade_id])
             cells.append(new_markdown_cell(waiting_note(waiting[grade_id])))
             cell.metadata.nbgrader["grade"] = False
-            cell.metadata["waits_for_hand_grade"] = waiting[grade_id]   # the list of scores names it (course_feedback)
+            # the list of scores at the top names it (templates/feedback/course_feedback.html.j2)
+            cell.metadata[WAITS] = {"kind": "Written response" if cell.cell_type == "markdown" else "Coding free-response",
+                                    "points": _points(waiting[grade_id])}
         cells.append(cell)
     if points:
         nb.cells = cells
