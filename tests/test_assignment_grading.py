@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from autograder.authoring import demo, release
+from autograder.grading import report
 from autograder.grading.pipeline import grade_class
 from autograder.settings import GradingSettings
 from course.layout import Layout
@@ -36,6 +37,9 @@ def test_solution_full_marks_blank_zero_feedback_without_hidden_tests(assignment
     assert solution.score + sum(written.values()) == solution.max_score == result.max_score > 0, \
         f"solution: {solution.status} {solution.score}/{solution.max_score} {solution.reason}; zero in {lost}"
     assert blank.status == "graded" and blank.score == 0, f"blank release scored {blank.score}: {blank.cells}"
+    # report.html's pass rates: the solution's written answers wait (not a 0), the blank's left-as-released ones score 0
+    rates = report.pass_rates(result)
+    assert {cell: str(rates[cell]) for cell in written} == {cell: "0% (1 waits for a hand grade)" for cell in written}
     # what `nbgrader validate --invert` asks of the release (no test cell at its full points), on the
     # same run: every automatically graded cell of the source is there and scored 0 (test_notebooks
     # runs nbgrader's own validate --invert on one assignment, the student's Validate button)

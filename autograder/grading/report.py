@@ -88,11 +88,12 @@ def pass_rates(result: ClassResult) -> dict[str, PassRate]:
     that waits for its hand grade is counted apart (its 0 in the gradebook is no grade)."""
     rates = {}
     for cell in result.grade_cells:
-        scored = [row for row in result.rows if cell in row.cells]
-        graded = [row for row in scored if cell not in row.answers_to_grade]
-        if scored:
+        # a waiting answer has no score in its row's cells (the grader leaves it out until it is graded)
+        graded = [row for row in result.rows if cell in row.cells and cell not in row.answers_to_grade]
+        waiting = sum(1 for row in result.rows if cell in row.answers_to_grade)
+        if graded or waiting:
             rates[cell] = PassRate(sum(1 for row in graded if row.cells[cell] > 0) / len(graded) if graded else None,
-                                   len(scored) - len(graded))
+                                   waiting)
     return rates
 
 
