@@ -199,3 +199,24 @@ def test_every_sandboxed_kernel_gets_the_gpu_binds_after_dev(monkeypatch, tmp_pa
     position = args.index("--dev-bind")
     assert args[position:position + 3] == ["--dev-bind", "/dev/nvidia0", "/dev/nvidia0"]
     assert args.index("--dev") < position < args.index("--")
+
+
+def test_the_sandboxs_etc_leaves_the_secrets_out_rather_than_covering_them(tmp_path):
+    """/etc/shadow is replaced whenever a user is added or removed (a hub makes users while grading runs):
+    a bind onto it made at that moment failed the sandbox's start, so the secrets are left out of the
+    sandbox's /etc instead, and an entry gone by the time bwrap starts is skipped."""
+    from autograder.execution import sandbox
+
+    etc = tmp_path / "etc"
+    (etc / "ssh").mkdir(parents=True)
+    (etc / "ssl" / "private").mkdir(parents=True)
+    for name in ("shadow", "gshadow", "shadow-", "passwd", "hosts"):
+        (etc / name).write_text(name)
+    (etc / "localtime").symlink_to("/usr/share/zoneinfo/UTC")
+    args = sandbox.etc_binds(etc)
+    assert args[:2] == ["--dir", "/etc"]
+    triples = [args[index:index + 3] for index in range(2, len(args), 3)]
+    assert triples == [["--ro-bind-try", str(etc / "hosts"), "/etc/hosts"],
+                       ["--symlink", "/usr/share/zoneinfo/UTC", "/etc/localtime"],
+                       ["--ro-bind-try", str(etc / "passwd"), "/etc/passwd"],
+                       ["--ro-bind-try", str(etc / "ssl"), "/etc/ssl"]]

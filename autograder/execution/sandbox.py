@@ -12,7 +12,7 @@ kernel command with `command`, so the student's code sees:
 - a private `/dev` (with a size-bounded `/dev/shm`) and `/proc`, with the GPU's device nodes and
   driver files where the machine has them (`gpu_binds`); no network (the kernel's sockets are Unix
   sockets in a folder both sides see); its own user (uid 65534 inside), PID, IPC and UTS
-  namespaces; all capabilities dropped; `/etc/shadow` and other secrets of `/etc` masked.
+  namespaces; all capabilities dropped; `/etc/shadow` and other secrets of `/etc` left out (`etc_binds`).
 
 Bounds (`Limits`): the PID namespace dies as one unit with bwrap (`--die-with-parent`, and its init
 is PID 1 inside); `/tmp` and `/dev/shm` are tmpfs of `disk_bytes` each; `confine.py` sets
@@ -142,6 +142,24 @@ def kernel_env() -> dict[str, str]:
             "JPY_PARENT_PID": "1"}
 
 
+def etc_binds(etc: Path = Path("/etc")) -> list[str]:
+    """bwrap arguments for the sandbox's /etc: every entry of the machine's, read-only, but the secrets of
+    `MASKED` directly in it, which are left out (absent, not covered: a file such as /etc/shadow is
+    replaced while users are added or removed, and a bind onto it made as it is replaced fails the
+    sandbox's start). An entry gone by the time bwrap starts is skipped (`--ro-bind-try`)."""
+    masked = {Path(secret).name for secret in MASKED if Path(secret).parent == Path("/etc")}
+    args = ["--dir", "/etc"]
+    for entry in sorted(etc.iterdir()):
+        target = f"/etc/{entry.name}"
+        if entry.name in masked:
+            continue
+        if entry.is_symlink():
+            args += ["--symlink", os.readlink(entry), target]
+        else:
+            args += ["--ro-bind-try", str(entry), target]
+    return args
+
+
 def gpu_binds(root: Path = Path("/")) -> list[str]:
     """bwrap arguments that let a kernel reach the GPUs of this machine (none where it has none).
 
@@ -166,7 +184,9 @@ def command(cmd: list[str], *, files: Path, sockets: Path, read_only: tuple[Path
     args = [shutil.which(BWRAP) or BWRAP, *_namespace_args()]
     for folder in SYSTEM_DIRS:
         path = Path(folder)
-        if path.is_symlink():
+        if folder == "/etc":
+            args += etc_binds()
+        elif path.is_symlink():
             args += ["--symlink", os.readlink(path), folder]
         elif path.exists():
             args += ["--ro-bind", folder, folder]
@@ -174,11 +194,9 @@ def command(cmd: list[str], *, files: Path, sockets: Path, read_only: tuple[Path
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(limits.disk_bytes), "--tmpfs", "/tmp",
              "--size", str(limits.disk_bytes), "--tmpfs", "/dev/shm"]
     args += gpu_binds()
-    for secret in MASKED:
-        if Path(secret).is_dir():
+    for secret in MASKED:   # what etc_binds left out is absent; a folder further down gets an empty one
+        if Path(secret).parent != Path("/etc") and Path(secret).is_dir():
             args += ["--tmpfs", secret]
-        elif Path(secret).exists():
-            args += ["--ro-bind", "/dev/null", secret]
     bound: set[Path] = set()
     for root in readable_roots():
         if not any(root == done or done in root.parents for done in bound):
