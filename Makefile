@@ -21,7 +21,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # makes a Unix user per student and starts each student's server as that user.
 HUB_SETTINGS ?= hub/class.toml
 
-.PHONY: hub run grading-sandbox test test-fast test-gpu gpu-runner release release-check lab student-bundle doctor lock conda-lock clean venv bench bench-training bench-lessons bench-hub system-packages
+.PHONY: hub run grading-sandbox test test-fast test-gpu gpu-runner release release-check lab student-bundle doctor lock conda-lock clean venv bench bench-training bench-lessons bench-hub system-packages docs
 
 venv: $(STAMP)
 
@@ -121,6 +121,11 @@ lab: $(STAMP)
 student-bundle: $(STAMP)
 	$(BIN)/autograder student-bundle --out build/student-bundle.zip
 
+# The documentation site (docs/: Sphinx, MyST Markdown pages, the Furo theme) into build/docs/html/;
+# every warning is an error, so a link to a missing page or heading fails it (tests/test_docs.py too).
+docs: $(STAMP)
+	$(BIN)/sphinx-build -W --keep-going -n -b html docs build/docs/html
+
 # Regenerate the hash-pinned lock from pyproject.toml (needs network access to the package index).
 # rfc3987-syntax is left out: jupyter-events asks for jsonschema[format-nongpl], whose rfc3987-syntax
 # builds an Earley parser when imported (2 s of a core in every process that imports nbformat, 4 s on
@@ -135,9 +140,9 @@ COMPILE := $(BIN)/uv pip compile pyproject.toml $(COMPILE_FLAGS) --override lock
 lock:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet uv
-	$(COMPILE) --extra cpu --extra hub -o requirements.lock
+	$(COMPILE) --extra cpu --extra hub --extra docs -o requirements.lock
 	awk '/^[^ ]/ { sub(/ \\$$/, ""); print }' requirements.lock > $(VENV)/constraints.txt
-	$(COMPILE) --extra gpu --extra hub -c $(VENV)/constraints.txt -o requirements-gpu.lock
+	$(COMPILE) --extra gpu --extra hub --extra docs -c $(VENV)/constraints.txt -o requirements-gpu.lock
 	grep -v -i -E '^(sqlalchemy|alembic)==' $(VENV)/constraints.txt > $(VENV)/ngshare-constraints.txt
 	$(BIN)/uv pip compile hub/ngshare/requirements.in $(COMPILE_FLAGS) -c $(VENV)/ngshare-constraints.txt \
 	    -o hub/ngshare/requirements.lock

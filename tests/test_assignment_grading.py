@@ -1,8 +1,10 @@
 """Every written assignment through the real grading pipeline (nbgrader + the course's preprocessors):
 the solutions typed into the release get every automatically graded point (their written answers wait
 for a hand grade), the untouched release gets zero, and the
-feedback shows no hidden test. TensorFlow's log lines must not cost the solution a single point. One run per assignment answers both
-questions (these are the suite's heaviest tests)."""
+feedback shows no hidden test. TensorFlow's log lines must not cost the solution a single point. The
+pages the run writes (report.html, both feedback pages) and the page of the solution's executed
+notebook pass axe-core in Chromium (tests/browser/accessibility.py). One run per assignment answers
+every question (these are the suite's heaviest tests)."""
 
 from __future__ import annotations
 
@@ -14,14 +16,17 @@ from autograder.authoring import demo, release
 from autograder.grading import report
 from autograder.grading.pipeline import grade_class
 from autograder.settings import GradingSettings
+from course import runner
 from course.layout import Layout
 from tests import notebooks
+from tests.browser.accessibility import pages
 from tests.test_notebooks import nbgrader_meta, released, source
 
 LAYOUT = Layout(Path(__file__).resolve().parent.parent)
 
 
 @pytest.mark.grading
+@pytest.mark.browser
 @pytest.mark.parametrize("assignment_id", release.present(LAYOUT))
 def test_solution_full_marks_blank_zero_feedback_without_hidden_tests(assignment_id, tmp_path):
     demo.write_class(LAYOUT.source_notebook(assignment_id), LAYOUT.release_notebook(assignment_id), tmp_path / "class")
@@ -59,3 +64,12 @@ def test_solution_full_marks_blank_zero_feedback_without_hidden_tests(assignment
         page = notebooks.squashed_text(row.feedback.read_text(encoding="utf-8"))
         found = notebooks.leaked(hidden, page, public)
         assert not found, f"feedback of {row.student_id} shows hidden tests: {found[:2]}"
+    # the pages read by everyone: no serious or critical accessibility violation (the executed notebooks'
+    # pages as `make run` writes them, course/templates/course_lab, from what nbgrader executed)
+    executed = [runner.write_html(notebook)
+                for notebook in (tmp_path / "out").glob(f"course-*/autograded/*/{assignment_id}/*.ipynb")]
+    assert len(executed) == 2, executed
+    with pages() as check:
+        found = [line for page in (tmp_path / "out" / "report.html", solution.feedback, blank.feedback, *executed)
+                 for line in check(page)]
+    assert not found, "\n".join(found)

@@ -98,7 +98,7 @@ def test_cluster_and_database_options_reach_the_library(graded_with):
 
 
 def test_formgrade_on_an_unreachable_database_exits_2_with_the_reason(monkeypatch, tmp_path, capsys):
-    """`formgrade --db` checks the connection first, with the URL as the README writes it (read as
+    """`formgrade --db` checks the connection first, with the URL as docs/cluster.md writes it (read as
     psycopg2's: psycopg 3, which the lock does not ship, would fail to load instead)."""
     from tests import servers
 

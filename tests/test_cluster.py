@@ -389,7 +389,7 @@ def kernel_below(pid: int) -> bool:
 
 def test_two_graders_share_one_new_postgres_gradebook_at_once(course, gradebook_url, tmp_path):
     """Two instructors grade halves of the class with `autograder grade` at the same moment, into
-    one gradebook that neither has set up yet. They write the URL as the README and nbgrader's
+    one gradebook that neither has set up yet. They write the URL as docs/cluster.md and nbgrader's
     documentation do, `postgresql://` (SQLAlchemy alone would pick psycopg 3 for it, which the lock
     does not ship: the grader reads it as psycopg2's)."""
     url = servers.create_database(gradebook_url, "shared")

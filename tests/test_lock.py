@@ -223,7 +223,8 @@ def test_every_imported_third_party_package_is_declared():
              "pytest-xdist", "psycopg2-binary", "uv", "mypy", "onnxruntime-gpu", "alembic",
              "configurable-http-proxy", "jupyterhub-idle-culler", "jupyterhub",
              "jupyterhub-ltiauthenticator", "jupyterhub-systemdspawner",
-             "ngshare-exchange"}  # programs, or plugins the hub names (hub/course_hub.py's exchange configuration)
+             "ngshare-exchange",  # programs, or plugins the hub names (hub/course_hub.py's exchange configuration)
+             "sphinx", "myst-parser", "furo"}  # `make docs`, and the extension and theme docs/conf.py names
     unused = declared - provided - tools
     assert not unused, f"declared but imported nowhere (and not a tool the Makefile or a test runs): {sorted(unused)}"
 

@@ -227,7 +227,7 @@ def formgrader_saves(url: str, student: str, points: float, comment: str, both_o
 def test_two_graders_on_the_shared_postgres_gradebook_both_keep_their_grades_through_force(graded, gradebook_server,
                                                                                            tmp_path, monkeypatch,
                                                                                            capsys, no_password_left):
-    """`autograder formgrade --db` prepares the class in the shared gradebook (the URL as the README
+    """`autograder formgrade --db` prepares the class in the shared gradebook (the URL as docs/cluster.md
     writes it, with the server's password); two graders, each in a formgrader of their own, grade ann's
     and cy's written answers at the same moment; both grades are read back, and a `--force` re-grade
     into that gradebook (ann and cy again, on two workers) keeps both there and in grades.csv. The class

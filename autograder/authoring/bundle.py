@@ -32,7 +32,8 @@ from packaging.requirements import Requirement
 from autograder.errors import AutograderError
 from course.layout import Layout
 
-INSTRUCTOR_ONLY = ("nbval", "pytest", "pytest-xdist", "distributed", "psycopg2-binary", "playwright", "uv", "tomli-w")
+INSTRUCTOR_ONLY = ("nbval", "pytest", "pytest-xdist", "distributed", "psycopg2-binary", "playwright", "axe-playwright-python",
+                   "uv", "tomli-w")
 # left out of requirements.lock by `make lock` (--no-emit-package; the Makefile says why), though an
 # installed package's extra asks for them: jsonschema[format-nongpl] of jupyter-events
 LEFT_OUT_OF_LOCK = ("rfc3987-syntax",)

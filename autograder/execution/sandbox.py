@@ -21,7 +21,7 @@ threads: the kernel ignores it for a user that is root outside the namespace, so
 watchdog, `autograder.execution.bounds`, counts tasks too). Memory and wall clock are the watchdog's.
 
 It does not see the grading workspace (the source copy, `gradebook.db`), the other students'
-kernels, the submissions folder or the home folder. The residual risk is written down in the README.
+kernels, the submissions folder or the home folder. The residual risk is written down in docs/security.md.
 
 The mode (`auto`: bwrap when it works, else none, and the driver says so; `bwrap`: grading fails
 with a clear message when it cannot start; `none`: no sandbox, for machines without user namespaces)

@@ -37,6 +37,7 @@ from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
 from autograder.errors import AutograderError
 from autograder.nbgrader_setup.kernelspec import GRADING_KERNEL
 from autograder.nbgrader_setup import sanitize
+from autograder.nbgrader_setup.code_style import ReadableStyle
 from autograder.nbgrader_setup.preprocessors import (FilterLogNoise, HideHiddenTests, InjectProfile, LimitOutputSize,
                                                      MarkWaitingAnswers)
 from autograder.settings import GradingSettings
@@ -93,6 +94,9 @@ def configure(c: Config) -> Config:
     c.GenerateFeedback.HTMLExporter.template_name = "feedback"
     c.GenerateFeedback.HTMLExporter.template_file = "course_feedback.html.j2"
     c.GenerateFeedback.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), str(NBGRADER_TEMPLATES)]
+    # the code on its pages (and the formgrader's) in colours readable on their grey: Pygments' default
+    # style with the colours short of WCAG's 4.5:1 darkened (code_style.ReadableStyle)
+    c.CSSHTMLHeaderPreprocessor.style = ReadableStyle
     # the course's late penalty (term.toml) when nbgrader charges one itself (named, not imported: the
     # grading layer sits above this one)
     c.AssignLatePenalties.plugin_class = "autograder.grading.lateness.TermPenalty"
