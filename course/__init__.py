@@ -13,7 +13,9 @@ Modules, one job each (a change goes to the module named for its subject):
 - `gpu`          the "skip with a reason on CPU, hard check under the gpu profile" pattern
 - `grading`      what the notebooks' test cells use to grade fairly
 - `timing`       measurements with warm-up, repeats, median and spread
-- `plotting`     small matplotlib helpers so every plot has a title, axes and units
+- `plotting`     small matplotlib helpers so every plot has a title, axes, units and a description
+- `contrast`     WCAG's colour contrast, and the least darkening that makes a colour readable
+- `templates/`   the executed notebooks' page (nbconvert's lab page with alt text and readable colours)
 - `tables`       reference data the notebooks show (tested builds, CUDA architectures, ...)
 - `data/`        offline data sets, generated or read from installed packages
 - `xla_tools`    XLA plumbing for 04_xla: counting compilations, an auto-clustering subprocess and its dumps

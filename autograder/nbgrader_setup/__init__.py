@@ -6,5 +6,7 @@
 - `workspace`       a private nbgrader course directory for one grading run
 - `gradebook`       where the gradebook lives (SQLite per workspace, or one PostgreSQL)
 - `sanitize`        pages made from a student's notebook carry none of the student's markup
+- `code_style`      the colours of the code on a feedback page, readable (Pygments' default, darkened)
+- `templates/`      the feedback page (nbgrader's, with waiting answers named, a language and readable CSS)
 - `log_capture`     nbgrader's own error lines, as one reason
 """
