@@ -7,7 +7,7 @@ fast test that imports TensorFlow fails (`tensorflow_stays_out`): mark it `tenso
 - A file is one unit of work, as with plain `--dist loadfile`: a module's module-scoped servers
   and graded classes are built once, on one worker, and nbval's cells of one notebook run in order
   in one kernel.
-- The tests in `SPREAD` are units of their own: each grades or validates one whole assignment and
+- The tests in `SPREAD` are units of their own: each grades one whole assignment and
   shares nothing with its neighbours, so spread over the workers they no longer queue behind each
   other on one worker (together they are a third of the suite's time).
 - Heavy units are handed out first (tests marked `grading`, `browser` or `hub`, nbval's notebooks, and the
@@ -24,10 +24,7 @@ from __future__ import annotations
 import pytest
 
 # node id prefixes of the tests that may run on any worker, one by one
-SPREAD = (
-    "tests/test_assignment_grading.py::",
-    "tests/test_notebooks.py::test_nbgrader_validate_invert_the_student_version_fails_its_tests[",
-)
+SPREAD = ("tests/test_assignment_grading.py::",)
 HEAVY_MARKS = ("grading", "browser", "hub")
 SLOW_MARKS = ("notebook", "grading", "browser", "kernel", "tensorflow", "cluster", "hub")
 

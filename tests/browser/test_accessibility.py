@@ -1,5 +1,5 @@
 """The pages the course writes besides a graded class's (whose report, feedback pages and executed
-notebook tests/test_assignment_grading.py checks on every assignment): `make run`'s report, the test
+notebook tests/test_assignment_grading.py checks on one assignment): `make run`'s report, the test
 results an LMS hands a student, and the documentation site, through axe-core in Chromium
 (tests/browser/accessibility.py: no serious or critical violation, headings in order, focus visible)."""
 
