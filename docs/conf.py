@@ -21,6 +21,7 @@ myst_heading_anchors = 4
 html_theme = "furo"
 html_title = "TensorFlow internals course"
 html_show_sourcelink = False
+html_use_index = False  # no index entries are written: no empty index page
 html_copy_source = False
 html_show_copyright = False
 html_last_updated_fmt = None
