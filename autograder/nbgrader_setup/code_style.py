@@ -10,7 +10,6 @@ page's style (`CSSHTMLHeaderPreprocessor.style`, nbgrader_setup.config.configure
 
 from __future__ import annotations
 
-
 from pygments.styles.default import DefaultStyle
 
 from course.contrast import HEX, readable
